@@ -1,0 +1,99 @@
+// Command queen is a message broker that speaks Queen's HTTP/JSON API.
+//
+// It is configured by environment variables (see README.md). With neither
+// QUEEN_DATABASE_URL nor PG_HOST set it stores data in an embedded SQLite
+// file under QUEEN_DATA_DIR.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/queen-go/queen/internal/config"
+	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/sqlite"
+)
+
+// version is reported by /health; release builds set it with -ldflags.
+var version = "0.1.0-dev"
+
+// shutdownGrace bounds how long in-flight requests may take after a signal.
+const shutdownGrace = 30 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "queen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+
+	srv := server.New(server.Config{Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: version}, st)
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+	}
+	log.Info("queen listening", "addr", ln.Addr().String(), "engine", st.Engine(), "version", version)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("shutdown incomplete", "err", err)
+	}
+	if err := <-served; err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
+	switch cfg.Engine() {
+	case "sqlite":
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
+		}
+		return st, nil
+	default:
+		return nil, errors.New("the PostgreSQL engine is not available in this build yet; unset QUEEN_DATABASE_URL and PG_HOST to use the embedded engine")
+	}
+}

@@ -1,0 +1,105 @@
+// Package broker holds the semantics of Queen's message plane: validation
+// and defaults, id minting, in-request deduplication, status normalisation,
+// long polling and the wake-ups that drive it. It knows neither HTTP nor SQL:
+// storage is reached through store.Store, whose drivers apply the lane rules
+// atomically.
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/store"
+)
+
+// InvalidError is a request the broker refuses because of its content; the
+// HTTP layer answers it with 400 and the message.
+type InvalidError struct {
+	Msg string
+}
+
+func (e *InvalidError) Error() string { return e.Msg }
+
+// Config tunes a Broker. Zero values take the defaults noted per field.
+type Config struct {
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+	// Metrics is updated by every operation; nil creates a private set.
+	Metrics *metrics.Metrics
+	// PollFallback is how often a waiting pop looks at the store without a
+	// wake-up, which catches expired leases and delayed messages. Default 1s.
+	PollFallback time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Broker implements push, pop, ack, lease, transaction and queue
+// configuration over a store.
+type Broker struct {
+	store    store.Store
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	hub      *hub
+	fallback time.Duration
+	now      func() time.Time
+
+	stopOnce sync.Once
+	stopping chan struct{}
+}
+
+// New returns a broker over st.
+func New(st store.Store, cfg Config) *Broker {
+	b := &Broker{
+		store:    st,
+		log:      cfg.Logger,
+		metrics:  cfg.Metrics,
+		hub:      newHub(),
+		fallback: cfg.PollFallback,
+		now:      cfg.Now,
+		stopping: make(chan struct{}),
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	b.log = b.log.With("component", "broker")
+	if b.metrics == nil {
+		b.metrics = metrics.New()
+	}
+	if b.fallback <= 0 {
+		b.fallback = time.Second
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	return b
+}
+
+// Stop makes every waiting and future long-poll pop return empty at once. It
+// is the first step of a graceful shutdown; other operations keep working.
+func (b *Broker) Stop() {
+	b.stopOnce.Do(func() { close(b.stopping) })
+}
+
+// Engine names the storage engine.
+func (b *Broker) Engine() string { return b.store.Engine() }
+
+// Health reports whether the store is reachable.
+func (b *Broker) Health(ctx context.Context) error { return b.store.Ping(ctx) }
+
+// Notify wakes pops waiting on the named queues. Drivers that hear of pushes
+// made by other brokers call it.
+func (b *Broker) Notify(queues ...string) { b.hub.kick(queues...) }
+
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+func invalidf(format string, args ...any) error {
+	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+}

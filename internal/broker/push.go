@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"context"
+	"strings"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// PushVerdict is the outcome of one pushed item, in request order.
+type PushVerdict struct {
+	Error         string
+	MessageID     string
+	Queue         string
+	Status        store.PushStatus
+	TransactionID string
+}
+
+// Push stores items as one batch sharing one createdAt. The first
+// occurrence of a (queue, partition, transactionId) in the batch wins; later
+// ones are answered as duplicates carrying the winner's id.
+func (b *Broker) Push(ctx context.Context, items []store.PushItem, producerSub string) ([]PushVerdict, error) {
+	if len(items) == 0 {
+		return []PushVerdict{}, nil
+	}
+	prepareItems(items, producerSub)
+	unique, winner := dedupe(items)
+	res, err := b.store.PushMany(ctx, &store.PushManyParams{Items: unique, Now: b.now()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PushVerdict, len(items))
+	queued, dupes := 0, 0
+	var touched []string
+	for i := range items {
+		r := res[winner[i]]
+		v := PushVerdict{Queue: items[i].Queue, TransactionID: items[i].TransactionID,
+			MessageID: r.MessageID, Status: r.Status, Error: r.Error}
+		if unique[winner[i]].MessageID != items[i].MessageID {
+			v.Status = store.PushDuplicate // a repeat within this batch
+		}
+		switch v.Status {
+		case store.PushQueued:
+			queued++
+			touched = appendNew(touched, v.Queue)
+		case store.PushDuplicate:
+			dupes++
+		}
+		out[i] = v
+	}
+	b.metrics.Pushed(queued)
+	b.metrics.PushDuplicates.Add(float64(dupes))
+	if len(touched) > 0 {
+		b.hub.kick(touched...)
+	}
+	return out, nil
+}
+
+// prepareItems applies defaults and mints ids in place.
+func prepareItems(items []store.PushItem, producerSub string) {
+	for i := range items {
+		it := &items[i]
+		if it.Partition == "" {
+			it.Partition = store.DefaultPartition
+		}
+		if it.TransactionID == "" {
+			it.TransactionID = newID()
+		}
+		it.MessageID = newID()
+		it.ProducerSub = producerSub
+		if it.Namespace == "" && it.Task == "" {
+			it.Namespace, it.Task = DeriveNamespaceTask(it.Queue)
+		}
+	}
+}
+
+type dedupKey struct{ queue, partition, txn string }
+
+// dedupe returns the items that are first of their (queue, partition,
+// transactionId), and for every input item the index of its winner there.
+func dedupe(items []store.PushItem) (unique []store.PushItem, winner []int) {
+	winner = make([]int, len(items))
+	seen := make(map[dedupKey]int, len(items))
+	unique = make([]store.PushItem, 0, len(items))
+	for i := range items {
+		k := dedupKey{items[i].Queue, items[i].Partition, items[i].TransactionID}
+		if w, ok := seen[k]; ok {
+			winner[i] = w
+			continue
+		}
+		seen[k] = len(unique)
+		winner[i] = len(unique)
+		unique = append(unique, items[i])
+	}
+	return unique, winner
+}
+
+// DeriveNamespaceTask splits a queue name as Queen does for queues created
+// by a push: namespace is the text before the first '.', task the text
+// between the first and second '.'.
+func DeriveNamespaceTask(queue string) (namespace, task string) {
+	namespace, rest, found := strings.Cut(queue, ".")
+	if !found {
+		return queue, ""
+	}
+	task, _, _ = strings.Cut(rest, ".")
+	return namespace, task
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

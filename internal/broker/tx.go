@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// TxOperation is one operation of a transaction: a push of Items, or an Ack.
+type TxOperation struct {
+	Ack   *store.Ack
+	Items []store.PushItem
+}
+
+// TxItem is the result of one pushed item or one ack of a transaction.
+type TxItem struct {
+	DLQ           bool
+	Error         string
+	MessageID     string
+	PartitionID   string
+	Queue         string
+	TransactionID string
+	Type          string // "push" or "ack"
+}
+
+// TxResult is a transaction's outcome. When Success is false nothing was
+// written and Results is empty.
+type TxResult struct {
+	Error         string
+	Results       []TxItem
+	Success       bool
+	TransactionID string
+}
+
+// Transaction runs pushes and acks atomically, failing as a whole if any
+// required lease is not live, any ack does not apply or any push is a
+// duplicate.
+func (b *Broker) Transaction(ctx context.Context, ops []TxOperation, requiredLeases []string, producerSub string) (*TxResult, error) {
+	out := &TxResult{TransactionID: newID(), Results: []TxItem{}}
+	if len(ops) == 0 {
+		return nil, invalidf("operations array cannot be empty")
+	}
+	params := &store.TransactionParams{RequiredLeases: requiredLeases, Now: b.now()}
+	seen := make(map[dedupKey]bool)
+	var queues []string
+	for _, op := range ops {
+		if op.Ack != nil {
+			if op.Ack.ConsumerGroup == "" {
+				op.Ack.ConsumerGroup = store.QueueMode
+			}
+			params.Ops = append(params.Ops, store.TxOp{Ack: op.Ack})
+			continue
+		}
+		prepareItems(op.Items, producerSub)
+		for _, it := range op.Items {
+			k := dedupKey{it.Queue, it.Partition, it.TransactionID}
+			if seen[k] {
+				out.Error = fmt.Sprintf("duplicate transactionId %s in queue %s partition %s", it.TransactionID, it.Queue, it.Partition)
+				b.metrics.Transactions.WithLabelValues("aborted").Inc()
+				return out, nil
+			}
+			seen[k] = true
+			queues = appendNew(queues, it.Queue)
+		}
+		params.Ops = append(params.Ops, store.TxOp{Items: op.Items})
+	}
+	res, err := b.store.Transaction(ctx, params)
+	var abort *store.TxAbortError
+	if errors.As(err, &abort) {
+		out.Error = abort.Reason
+		b.metrics.Transactions.WithLabelValues("aborted").Inc()
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Success = true
+	pushed := 0
+	var ackRes []store.AckResult
+	i := 0
+	for _, op := range params.Ops {
+		if op.Ack != nil {
+			r := res[i]
+			i++
+			out.Results = append(out.Results, TxItem{Type: "ack", TransactionID: op.Ack.TransactionID,
+				DLQ: r.Ack.DLQ, Error: r.Ack.Error})
+			ackRes = append(ackRes, *r.Ack)
+			continue
+		}
+		for _, it := range op.Items {
+			r := res[i]
+			i++
+			pushed++
+			out.Results = append(out.Results, TxItem{Type: "push", TransactionID: it.TransactionID,
+				MessageID: r.Push.MessageID, PartitionID: r.Push.PartitionID, Queue: it.Queue})
+		}
+	}
+	b.metrics.Pushed(pushed)
+	b.metrics.Transactions.WithLabelValues("committed").Inc()
+	b.afterAcks(ackRes)
+	if len(queues) > 0 {
+		b.hub.kick(queues...)
+	}
+	return out, nil
+}
+
+// NewTransactionID mints the id of a transaction envelope.
+func NewTransactionID() string { return newID() }

@@ -1,0 +1,409 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/store"
+)
+
+// badRequest is a client error found while decoding: 400 with its text.
+type badRequest struct {
+	msg string
+}
+
+func (e *badRequest) Error() string { return e.msg }
+
+func badBody(format string, args ...any) error {
+	return &badRequest{msg: "bad body: " + fmt.Sprintf(format, args...)}
+}
+
+func badQuery(format string, args ...any) error {
+	return &badRequest{msg: "bad query: " + fmt.Sprintf(format, args...)}
+}
+
+// readBody reads the whole (already size-capped) request body.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, err
+		}
+		return nil, badBody("%v", err)
+	}
+	return body, nil
+}
+
+// unmarshal parses body into v, turning parser errors into "bad body: …"
+// messages with a line and column, whatever the Content-Type said.
+func unmarshal(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case len(bytes.TrimSpace(body)) == 0:
+		return badBody("expected value at line 1 column 1")
+	case errors.As(err, &syn):
+		line, col := position(body, syn.Offset)
+		return badBody("%s at line %d column %d", strings.TrimPrefix(syn.Error(), "json: "), line, col)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return badBody("invalid type: %s, expected %s at %s", typ.Value, typ.Type, field)
+	default:
+		return badBody("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(body []byte, offset int64) (line, col int) {
+	if offset > int64(len(body)) {
+		offset = int64(len(body))
+	}
+	if offset < 1 {
+		offset = 1
+	}
+	prefix := body[:offset-1]
+	line = bytes.Count(prefix, []byte{'\n'}) + 1
+	col = len(prefix) - bytes.LastIndexByte(prefix, '\n')
+	return line, col
+}
+
+// pushItemJSON is one item of a push, as sent.
+type pushItemJSON struct {
+	Namespace     *string         `json:"namespace"`
+	Partition     *string         `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	Queue         *string         `json:"queue"`
+	Task          *string         `json:"task"`
+	TraceID       *string         `json:"traceId"`
+	TransactionID *string         `json:"transactionId"`
+}
+
+type pushBody struct {
+	Items *[]pushItemJSON `json:"items"`
+}
+
+// DecodePush parses a push body into store items (ids not yet minted).
+func DecodePush(body []byte) ([]store.PushItem, error) {
+	var b pushBody
+	if err := unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	if b.Items == nil {
+		return nil, badBody("missing field `items`")
+	}
+	return pushItems(*b.Items, "items")
+}
+
+func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
+	items := make([]store.PushItem, len(in))
+	for i := range in {
+		it := &in[i]
+		if it.Queue == nil || *it.Queue == "" {
+			return nil, badBody("%s[%d]: missing field `queue`", path, i)
+		}
+		if len(it.Payload) == 0 {
+			return nil, badBody("%s[%d]: missing field `payload`", path, i)
+		}
+		payload := it.Payload
+		var compact bytes.Buffer
+		if json.Compact(&compact, payload) == nil && compact.Len() < len(payload) {
+			payload = compact.Bytes()
+		}
+		items[i] = store.PushItem{
+			Queue:         *it.Queue,
+			Partition:     deref(it.Partition),
+			Payload:       payload,
+			TraceID:       deref(it.TraceID),
+			TransactionID: deref(it.TransactionID),
+			Namespace:     deref(it.Namespace),
+			Task:          deref(it.Task),
+		}
+	}
+	return items, nil
+}
+
+// ackJSON is one acknowledgement, as sent.
+type ackJSON struct {
+	ConsumerGroup *string `json:"consumerGroup"`
+	Error         *string `json:"error"`
+	LeaseID       *string `json:"leaseId"`
+	PartitionID   *string `json:"partitionId"`
+	Status        *string `json:"status"`
+	TransactionID *string `json:"transactionId"`
+}
+
+func (a *ackJSON) ack(where string) (store.Ack, error) {
+	if a.TransactionID == nil || *a.TransactionID == "" {
+		return store.Ack{}, badBody("%stransactionId is required", where)
+	}
+	if a.PartitionID == nil || *a.PartitionID == "" {
+		return store.Ack{}, badBody("%spartitionId is required to ensure message uniqueness", where)
+	}
+	return store.Ack{
+		TransactionID: *a.TransactionID,
+		PartitionID:   *a.PartitionID,
+		LeaseID:       deref(a.LeaseID),
+		ConsumerGroup: deref(a.ConsumerGroup),
+		Error:         deref(a.Error),
+		Status:        broker.NormalizeStatus(a.Status),
+	}, nil
+}
+
+// DecodeAck parses a single-ack body.
+func DecodeAck(body []byte) (store.Ack, error) {
+	var a ackJSON
+	if err := unmarshal(body, &a); err != nil {
+		return store.Ack{}, err
+	}
+	return a.ack("")
+}
+
+type ackBatchBody struct {
+	Acknowledgments *[]ackJSON `json:"acknowledgments"`
+	ConsumerGroup   *string    `json:"consumerGroup"`
+}
+
+// DecodeAckBatch parses an ack-batch body; a top-level consumerGroup
+// applies to every acknowledgement.
+func DecodeAckBatch(body []byte) ([]store.Ack, error) {
+	var b ackBatchBody
+	if err := unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	if b.Acknowledgments == nil {
+		return nil, badBody("acknowledgments array is required")
+	}
+	acks := make([]store.Ack, len(*b.Acknowledgments))
+	for i := range *b.Acknowledgments {
+		a, err := (*b.Acknowledgments)[i].ack(fmt.Sprintf("acknowledgments[%d]: ", i))
+		if err != nil {
+			return nil, err
+		}
+		if b.ConsumerGroup != nil && *b.ConsumerGroup != "" {
+			a.ConsumerGroup = *b.ConsumerGroup
+		}
+		acks[i] = a
+	}
+	return acks, nil
+}
+
+type txOpJSON struct {
+	ackJSON
+	Items *[]pushItemJSON `json:"items"`
+	Type  *string         `json:"type"`
+}
+
+type txBody struct {
+	Operations     *[]txOpJSON `json:"operations"`
+	RequiredLeases []string    `json:"requiredLeases"`
+}
+
+// Transaction is a decoded transaction request.
+type Transaction struct {
+	Ops            []broker.TxOperation
+	RequiredLeases []string
+}
+
+// DecodeTransaction parses a transaction body.
+func DecodeTransaction(body []byte) (*Transaction, error) {
+	var b txBody
+	if err := unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	if b.Operations == nil {
+		return nil, badBody("operations array is required")
+	}
+	if len(*b.Operations) == 0 {
+		return nil, &badRequest{msg: "operations array cannot be empty"}
+	}
+	tx := &Transaction{RequiredLeases: b.RequiredLeases}
+	for i, op := range *b.Operations {
+		typ := deref(op.Type)
+		switch typ {
+		case "push":
+			if op.Items == nil {
+				return nil, badBody("operations[%d]: push requires an items array", i)
+			}
+			items, err := pushItems(*op.Items, fmt.Sprintf("operations[%d].items", i))
+			if err != nil {
+				return nil, err
+			}
+			tx.Ops = append(tx.Ops, broker.TxOperation{Items: items})
+		case "ack":
+			a, err := op.ack(fmt.Sprintf("operations[%d]: ", i))
+			if err != nil {
+				return nil, err
+			}
+			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
+		default:
+			return nil, &badRequest{msg: fmt.Sprintf("unsupported operation type %q at operations[%d]", typ, i)}
+		}
+	}
+	return tx, nil
+}
+
+type configureBody struct {
+	Namespace *string          `json:"namespace"`
+	Options   *json.RawMessage `json:"options"`
+	Queue     *string          `json:"queue"`
+	Task      *string          `json:"task"`
+}
+
+// Configure is a decoded configure request. Options start from the
+// defaults, so an option left out is reset (full replace).
+type Configure struct {
+	Namespace string
+	Options   store.QueueOptions
+	Queue     string
+	Task      string
+}
+
+// DecodeConfigure parses a configure body.
+func DecodeConfigure(body []byte) (*Configure, error) {
+	var b configureBody
+	if err := unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	if b.Queue == nil || *b.Queue == "" {
+		return nil, &badRequest{msg: "queue is required"}
+	}
+	c := &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task),
+		Options: store.DefaultQueueOptions()}
+	if b.Options != nil && string(*b.Options) != "null" {
+		if err := unmarshal(*b.Options, &c.Options); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// DecodeExtend parses a lease-extend body; an empty body means defaults.
+func DecodeExtend(body []byte) (int, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return 0, nil
+	}
+	var b struct {
+		Seconds *int `json:"seconds"`
+	}
+	if err := unmarshal(body, &b); err != nil {
+		return 0, err
+	}
+	return derefInt(b.Seconds), nil
+}
+
+// query reads typed message-plane query parameters: integers are base-10,
+// booleans exactly true or false, and any bad value rejects the request.
+type query struct {
+	values url.Values
+	err    error
+}
+
+func parseQuery(r *http.Request) *query {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	q := &query{values: v}
+	if err != nil {
+		q.err = badQuery("%v", err)
+	}
+	return q
+}
+
+func (q *query) str(name string) string { return q.values.Get(name) }
+
+func (q *query) int(name string, def int) int {
+	s, ok := q.values[name]
+	if !ok || q.err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(s[0])
+	if err != nil {
+		q.err = badQuery("%s: invalid digit in %q, expected an integer", name, s[0])
+		return def
+	}
+	return n
+}
+
+func (q *query) bool(name string) bool {
+	s, ok := q.values[name]
+	if !ok || q.err != nil {
+		return false
+	}
+	switch s[0] {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	q.err = badQuery("%s: expected `true` or `false`, got %q", name, s[0])
+	return false
+}
+
+// DefaultPopTimeout is the long-poll deadline when a pop gives none.
+const DefaultPopTimeout = 30 * time.Second
+
+// decodePop reads a pop's query string.
+func decodePop(r *http.Request) (broker.PopRequest, error) {
+	q := parseQuery(r)
+	req := broker.PopRequest{
+		Batch:         q.int("batch", 1),
+		Wait:          q.bool("wait"),
+		Timeout:       time.Duration(q.int("timeout", int(DefaultPopTimeout/time.Millisecond))) * time.Millisecond,
+		AutoAck:       q.bool("autoAck"),
+		Partitions:    q.int("partitions", 1),
+		ConsumerGroup: q.str("consumerGroup"),
+		Namespace:     q.str("namespace"),
+		Task:          q.str("task"),
+	}
+	if q.err != nil {
+		return req, q.err
+	}
+	switch mode := q.str("subscriptionMode"); mode {
+	case "", "all":
+	case "new", "new-only":
+		req.SubscriptionMode = broker.SubscribeNew
+	default:
+		return req, badQuery("subscriptionMode: expected all, new or new-only, got %q", mode)
+	}
+	switch from := q.str("subscriptionFrom"); from {
+	case "":
+	case "now":
+		req.SubscriptionMode = broker.SubscribeNew
+	default:
+		t, err := time.Parse(time.RFC3339Nano, from)
+		if err != nil {
+			return req, badQuery("subscriptionFrom: expected an RFC 3339 timestamp or now, got %q", from)
+		}
+		req.SubscriptionMode, req.SubscriptionFrom = broker.SubscribeTimestamp, t
+	}
+	return req, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}

@@ -1,0 +1,38 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// writeJSON writes v as the JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":"encode response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// noContent answers 204 with no body and no Content-Length: strict HTTP/1.1
+// clients treat a 204 that announces a length as a poisoned connection.
+func noContent(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// timestamp formats t as Queen does: RFC 3339, UTC, milliseconds.
+func timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// nullable renders "" as JSON null.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,184 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/lane"
+)
+
+// AckMany commits a batch of acknowledgements in one transaction.
+func (s *Store) AckMany(ctx context.Context, p *store.AckManyParams) ([]store.AckResult, error) {
+	var out []store.AckResult
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.txn(tx).ack(p.Acks, p.Now)
+		return err
+	})
+	return out, err
+}
+
+type laneKey struct {
+	partitionID int64
+	group       string
+}
+
+// laneAcks gathers the acks of one call that target one lane.
+type laneAcks struct {
+	part    *partitionRow
+	group   string
+	indexes []int // positions in the call
+	acks    []lane.Ack
+}
+
+// ack resolves every ack to its lane and offset, applies the lane rules to
+// each lane once with all of its acks, and writes lanes and dead letters.
+func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
+	out := make([]store.AckResult, len(acks))
+	byLane := make(map[laneKey]*laneAcks)
+	var order []*laneAcks
+	for i := range acks {
+		a := &acks[i]
+		part, err := t.partitionByUUID(a.PartitionID)
+		if err != nil {
+			return nil, err
+		}
+		if part == nil || part.queue == nil {
+			out[i] = store.AckResult{Noop: true, Error: store.ErrTextUnresolvable}
+			continue
+		}
+		var off int64
+		var id string
+		err = t.queryRow(sqlMessageByTxn, part.id, a.TransactionID).Scan(&off, &id)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("resolve ack: %w", err)
+		}
+		k := laneKey{part.id, a.ConsumerGroup}
+		la := byLane[k]
+		if la == nil {
+			la = &laneAcks{part: part, group: a.ConsumerGroup}
+			byLane[k] = la
+			order = append(order, la)
+		}
+		la.indexes = append(la.indexes, i)
+		la.acks = append(la.acks, lane.Ack{Offset: off, Status: a.Status, LeaseID: a.LeaseID, Error: a.Error})
+	}
+	nowMs := now.UnixMilli()
+	for _, la := range order {
+		var st lane.State
+		var leaseID sql.NullString
+		err := t.queryRow(sqlLaneGet, la.part.id, la.group).Scan(&st.Cursor, &leaseID, &st.LeaseExpiresAt,
+			&st.BatchEnd, &st.HeadAttempts)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read lane: %w", err)
+		}
+		st.LeaseID = leaseID.String
+		before := st
+		verdicts, dead := lane.Apply(&st, la.acks, la.part.queue.opts.RetryLimit, nowMs)
+		for j, v := range verdicts {
+			out[la.indexes[j]] = store.AckResult{
+				Success: v.Success, Error: v.Error, Noop: v.Noop,
+				LeaseReleased: v.LeaseReleased, DLQ: v.DLQ, Queue: la.part.queue.name,
+			}
+		}
+		for k := range dead {
+			if err := t.deadLetter(la.part.id, la.group, &dead[k], nowMs); err != nil {
+				return nil, err
+			}
+		}
+		if st != before {
+			if err := t.saveLane(la.part.id, la.group, &st, 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// LeaseExtend renews every lane held by the lease.
+func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*store.LeaseExtendResult, error) {
+	out := &store.LeaseExtendResult{}
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		nowMs := p.Now.UnixMilli()
+		rows, err := t.query(sqlLaneExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs)
+		if err != nil {
+			return fmt.Errorf("extend lease: %w", err)
+		}
+		defer rows.Close()
+		var earliest int64
+		for rows.Next() {
+			var exp int64
+			if err := rows.Scan(&exp); err != nil {
+				return err
+			}
+			if out.Renewed == 0 || exp < earliest {
+				earliest = exp
+			}
+			out.Renewed++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if out.Renewed > 0 {
+			at := time.UnixMilli(earliest).UTC()
+			out.ExpiresAt = &at
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Transaction runs pushes and acks in one savepoint: any failure rolls back
+// all of them.
+func (s *Store) Transaction(ctx context.Context, p *store.TransactionParams) ([]store.TxOpResult, error) {
+	var out []store.TxOpResult
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		nowMs := p.Now.UnixMilli()
+		for _, id := range p.RequiredLeases {
+			var live int
+			if err := t.queryRow(sqlLeaseLive, id, nowMs).Scan(&live); err != nil {
+				return fmt.Errorf("check lease: %w", err)
+			}
+			if live == 0 {
+				return &store.TxAbortError{Reason: fmt.Sprintf("required lease %s is not held", id)}
+			}
+		}
+		for _, op := range p.Ops {
+			if op.Ack != nil {
+				res, err := t.ack([]store.Ack{*op.Ack}, p.Now)
+				if err != nil {
+					return err
+				}
+				if !res[0].Success {
+					return &store.TxAbortError{Reason: fmt.Sprintf("ack of transactionId %s failed: %s",
+						op.Ack.TransactionID, res[0].Error)}
+				}
+				out = append(out, store.TxOpResult{Ack: &res[0]})
+				continue
+			}
+			res, err := t.push(op.Items, p.Now)
+			if err != nil {
+				return err
+			}
+			for i := range res {
+				if res[i].Status != store.PushQueued {
+					it := op.Items[i]
+					return &store.TxAbortError{Reason: fmt.Sprintf(
+						"duplicate transactionId %s in queue %s partition %s", it.TransactionID, it.Queue, it.Partition)}
+				}
+				out = append(out, store.TxOpResult{Push: &res[i]})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,59 @@
+package sqlite
+
+import "github.com/queen-go/queen/internal/store"
+
+// queueRow is a cached queues row.
+type queueRow struct {
+	id        int64
+	uuid      string
+	name      string
+	namespace string
+	task      string
+	opts      store.QueueOptions
+}
+
+// partitionRow is a cached partitions row.
+type partitionRow struct {
+	id    int64
+	uuid  string
+	name  string
+	queue *queueRow
+}
+
+type partitionKey struct {
+	queueID int64
+	name    string
+}
+
+type groupKey struct {
+	queueID int64
+	group   string
+}
+
+// cache holds rows that never change behind the writer's back. It is owned by
+// the writer goroutine; any rollback resets it, since the rolled-back job may
+// have cached rows that no longer exist.
+type cache struct {
+	queues     map[string]*queueRow
+	partitions map[partitionKey]*partitionRow
+	byUUID     map[string]*partitionRow
+	groups     map[groupKey]int64 // subscribed_from
+}
+
+func newCache() *cache {
+	c := &cache{}
+	c.reset()
+	return c
+}
+
+func (c *cache) reset() {
+	c.queues = make(map[string]*queueRow)
+	c.partitions = make(map[partitionKey]*partitionRow)
+	c.byUUID = make(map[string]*partitionRow)
+	c.groups = make(map[groupKey]int64)
+}
+
+func (c *cache) addPartition(p *partitionRow) {
+	c.partitions[partitionKey{p.queue.id, p.name}] = p
+	c.byUUID[p.uuid] = p
+}

@@ -1,0 +1,232 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/lane"
+)
+
+// Pop claims lanes and reads their messages in one transaction.
+func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, error) {
+	var out *store.PopResult
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.txn(tx).pop(p)
+		return err
+	})
+	return out, err
+}
+
+// candidate is a lane that may have deliverable messages.
+type candidate struct {
+	part   *partitionRow
+	exists bool // the lane has a row
+	state  lane.State
+}
+
+func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
+	names := []string{p.Queue}
+	if p.Queue == "" {
+		var err error
+		if names, err = t.queuesMatching(p.Namespace, p.Task); err != nil {
+			return nil, err
+		}
+	}
+	res := &store.PopResult{}
+	budget, lanes := p.Batch, p.Partitions
+	if p.Partition != "" {
+		lanes = 1
+	}
+	for _, name := range names {
+		q, err := t.existingQueue(name)
+		if err != nil {
+			return nil, err
+		}
+		if q == nil {
+			continue
+		}
+		var pinned int64
+		if p.Partition != "" {
+			part, err := t.existingPartition(q, p.Partition)
+			if err != nil || part == nil {
+				return res, err
+			}
+			pinned = part.id
+		}
+		cands, err := t.candidates(q, p, pinned, max(2*lanes, 16))
+		if err != nil {
+			return nil, err
+		}
+		from, err := t.subscription(q, p)
+		if err != nil {
+			return nil, err
+		}
+		for i := range cands {
+			msgs, err := t.claim(q, &cands[i], p, budget, from)
+			if err != nil {
+				return nil, err
+			}
+			if len(msgs) == 0 {
+				continue
+			}
+			res.Messages = append(res.Messages, msgs...)
+			budget -= len(msgs)
+			lanes--
+			if budget == 0 || lanes == 0 {
+				return res, nil
+			}
+		}
+	}
+	return res, nil
+}
+
+func (t *txn) queuesMatching(namespace, task string) ([]string, error) {
+	rows, err := t.query(sqlQueuesMatching, namespace, task)
+	if err != nil {
+		return nil, fmt.Errorf("match queues: %w", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}
+
+// candidates lists the lanes of q worth trying, or just the pinned one.
+func (t *txn) candidates(q *queueRow, p *store.PopParams, pinned int64, limit int) ([]candidate, error) {
+	nowMs := p.Now.UnixMilli()
+	settled := nowMs - int64(q.opts.WindowBuffer)*1000
+	rows, err := t.query(sqlLaneCandidates, p.ConsumerGroup, q.id, nowMs, settled, limit, pinned)
+	if err != nil {
+		return nil, fmt.Errorf("list lanes: %w", err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		c := candidate{part: &partitionRow{queue: q}}
+		if err := rows.Scan(&c.part.id, &c.part.uuid, &c.part.name, &c.exists, &c.state.Cursor,
+			&c.state.LeaseID, &c.state.LeaseExpiresAt, &c.state.BatchEnd, &c.state.HeadAttempts); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// subscription returns where group p.ConsumerGroup starts reading q, as Unix
+// ms (0 = from the beginning), recording the group's subscription on its
+// first pop from q.
+func (t *txn) subscription(q *queueRow, p *store.PopParams) (int64, error) {
+	if p.ConsumerGroup == store.QueueMode {
+		return 0, nil
+	}
+	key := groupKey{q.id, p.ConsumerGroup}
+	if from, ok := t.cache.groups[key]; ok {
+		return from, nil
+	}
+	var from int64
+	err := t.queryRow(sqlGroupGet, q.id, p.ConsumerGroup).Scan(&from)
+	if errors.Is(err, sql.ErrNoRows) {
+		if p.Subscription.Mode == store.SubscribeFrom {
+			from = p.Subscription.From.UnixMilli()
+		}
+		if _, err := t.exec(sqlGroupInsert, q.id, p.ConsumerGroup, from, p.Now.UnixMilli()); err != nil {
+			return 0, fmt.Errorf("record consumer group: %w", err)
+		}
+	} else if err != nil {
+		return 0, fmt.Errorf("read consumer group: %w", err)
+	}
+	t.cache.groups[key] = from
+	return from, nil
+}
+
+// claim settles a stale lease on the lane, reads up to budget visible
+// messages after its cursor and leases them (or commits them, for autoAck).
+func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int, from int64) ([]store.Message, error) {
+	nowMs := p.Now.UnixMilli()
+	st := &c.state
+	dirty := !c.exists
+	if !c.exists && from > 0 {
+		if err := t.queryRow(sqlMessageSeedCursor, c.part.id, from).Scan(&st.Cursor); err != nil {
+			return nil, fmt.Errorf("seed cursor: %w", err)
+		}
+	}
+	if st.Stale(nowMs) {
+		var head int64
+		err := t.queryRow(sqlMessageHead, c.part.id, st.Cursor).Scan(&head)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read head: %w", err)
+		}
+		if dl := st.ExpireStale(nowMs, head, q.opts.RetryLimit); dl != nil {
+			if err := t.deadLetter(c.part.id, p.ConsumerGroup, dl, nowMs); err != nil {
+				return nil, err
+			}
+		}
+		dirty = true
+	}
+	visibleUntil := nowMs - int64(q.opts.DelayedProcessing)*1000
+	rows, err := t.query(sqlMessagesAfter, c.part.id, st.Cursor, visibleUntil, budget)
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	var msgs []store.Message
+	var last int64
+	for rows.Next() {
+		var m store.Message
+		var traceID, producerSub sql.NullString
+		var createdAt int64
+		if err := rows.Scan(&last, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		m.TraceID, m.ProducerSub = traceID.String, producerSub.String
+		m.CreatedAt = time.UnixMilli(createdAt).UTC()
+		m.Queue, m.Partition, m.PartitionID = q.name, c.part.name, c.part.uuid
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	claimedAt := int64(0)
+	if len(msgs) > 0 {
+		claimedAt, dirty = nowMs, true
+		if p.AutoAck {
+			st.Commit(last)
+		} else {
+			st.Claim(p.LeaseID, nowMs+q.opts.LeaseDuration().Milliseconds(), last)
+		}
+	}
+	if dirty {
+		if err := t.saveLane(c.part.id, p.ConsumerGroup, st, claimedAt); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+func (t *txn) saveLane(partitionID int64, group string, st *lane.State, claimedAt int64) error {
+	_, err := t.exec(sqlLaneUpsert, partitionID, group, st.Cursor, nullString(st.LeaseID),
+		st.LeaseExpiresAt, st.BatchEnd, st.HeadAttempts, claimedAt)
+	if err != nil {
+		return fmt.Errorf("save lane: %w", err)
+	}
+	return nil
+}
+
+func (t *txn) deadLetter(partitionID int64, group string, dl *lane.DeadLetter, nowMs int64) error {
+	if _, err := t.exec(sqlDeadLetterInsert, partitionID, dl.Offset, group, dl.Error, dl.Attempts, nowMs); err != nil {
+		return fmt.Errorf("write dead letter: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// PushMany stores a batch of messages in one transaction.
+func (s *Store) PushMany(ctx context.Context, p *store.PushManyParams) ([]store.PushResult, error) {
+	var out []store.PushResult
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.txn(tx).push(p.Items, p.Now)
+		return err
+	})
+	return out, err
+}
+
+// push inserts items, resolving a transactionId already stored in the same
+// partition to a duplicate verdict carrying the stored message's id.
+func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, error) {
+	out := make([]store.PushResult, len(items))
+	nowMs := now.UnixMilli()
+	type advance struct {
+		id   int64
+		last int64
+	}
+	var advanced []advance // partitions that received messages, in first-touch order
+	slot := make(map[int64]int)
+	for i := range items {
+		it := &items[i]
+		q, err := t.queue(it.Queue, it.Namespace, it.Task, now)
+		if err != nil {
+			return nil, err
+		}
+		part, err := t.partition(q, it.Partition, now)
+		if err != nil {
+			return nil, err
+		}
+		res, err := t.exec(sqlMessageInsert, part.id, it.MessageID, it.TransactionID,
+			nullString(it.TraceID), nullString(it.ProducerSub), it.Payload, nowMs)
+		if err != nil {
+			return nil, fmt.Errorf("insert message: %w", err)
+		}
+		out[i].PartitionID = part.uuid
+		if n, _ := res.RowsAffected(); n == 0 {
+			var seq int64
+			if err := t.queryRow(sqlMessageByTxn, part.id, it.TransactionID).Scan(&seq, &out[i].MessageID); err != nil {
+				return nil, fmt.Errorf("resolve duplicate: %w", err)
+			}
+			out[i].Status = store.PushDuplicate
+			continue
+		}
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		out[i].Status, out[i].MessageID = store.PushQueued, it.MessageID
+		if j, ok := slot[part.id]; ok {
+			advanced[j].last = seq
+		} else {
+			slot[part.id] = len(advanced)
+			advanced = append(advanced, advance{part.id, seq})
+		}
+	}
+	for _, a := range advanced {
+		if _, err := t.exec(sqlPartitionAdvance, a.last, nowMs, a.id); err != nil {
+			return nil, fmt.Errorf("advance partition: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

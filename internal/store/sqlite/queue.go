@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// QueueConfigure creates the queue if needed and replaces all its options.
+func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParams) (*store.Queue, error) {
+	var out *store.Queue
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		q, err := t.queue(p.Name, p.Namespace, p.Task, p.Now)
+		if err != nil {
+			return err
+		}
+		opts, err := json.Marshal(p.Options)
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(sqlQueueUpdate, p.Namespace, p.Task, p.Options.Priority, string(opts), q.id); err != nil {
+			return fmt.Errorf("update queue: %w", err)
+		}
+		q.namespace, q.task, q.opts = p.Namespace, p.Task, p.Options
+		part, err := t.partition(q, store.DefaultPartition, p.Now)
+		if err != nil {
+			return err
+		}
+		out = &store.Queue{
+			ID: q.uuid, Name: q.name, Namespace: q.namespace, Task: q.task,
+			Options: q.opts, DefaultPartitionID: part.uuid,
+		}
+		return nil
+	})
+	return out, err
+}
+
+// QueueDelete removes a queue with its partitions, messages, lanes and DLQ.
+func (s *Store) QueueDelete(ctx context.Context, name string) (bool, error) {
+	var existed bool
+	err := s.run(ctx, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		q, err := t.existingQueue(name)
+		if err != nil || q == nil {
+			return err
+		}
+		existed = true
+		for _, stmt := range sqlQueueDelete {
+			if _, err := tx.ExecContext(t.ctx, stmt, q.id); err != nil {
+				return fmt.Errorf("delete queue: %w", err)
+			}
+		}
+		t.cache.reset()
+		return nil
+	})
+	return existed, err
+}
+
+// existingQueue returns the named queue, or nil if there is none.
+func (t *txn) existingQueue(name string) (*queueRow, error) {
+	if q, ok := t.cache.queues[name]; ok {
+		return q, nil
+	}
+	q := &queueRow{name: name}
+	var opts string
+	err := t.queryRow(sqlQueueByName, name).Scan(&q.id, &q.uuid, &q.namespace, &q.task, &opts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read queue: %w", err)
+	}
+	if err := json.Unmarshal([]byte(opts), &q.opts); err != nil {
+		return nil, fmt.Errorf("queue %q options: %w", name, err)
+	}
+	t.cache.queues[name] = q
+	return q, nil
+}
+
+// queue returns the named queue, creating it with default options and the
+// given namespace and task if it does not exist.
+func (t *txn) queue(name, namespace, task string, now time.Time) (*queueRow, error) {
+	q, err := t.existingQueue(name)
+	if err != nil || q != nil {
+		return q, err
+	}
+	q = &queueRow{
+		uuid: mustUUID(), name: name, namespace: namespace, task: task,
+		opts: store.DefaultQueueOptions(),
+	}
+	opts, _ := json.Marshal(q.opts)
+	res, err := t.exec(sqlQueueInsert, q.uuid, name, namespace, task, q.opts.Priority, string(opts), now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("create queue: %w", err)
+	}
+	if q.id, err = res.LastInsertId(); err != nil {
+		return nil, err
+	}
+	t.cache.queues[name] = q
+	return q, nil
+}
+
+// partition returns the named partition of q, creating it if needed.
+func (t *txn) partition(q *queueRow, name string, now time.Time) (*partitionRow, error) {
+	if p, ok := t.cache.partitions[partitionKey{q.id, name}]; ok {
+		return p, nil
+	}
+	p := &partitionRow{name: name, queue: q}
+	err := t.queryRow(sqlPartitionByName, q.id, name).Scan(&p.id, &p.uuid)
+	if errors.Is(err, sql.ErrNoRows) {
+		p.uuid = mustUUID()
+		res, err := t.exec(sqlPartitionInsert, p.uuid, q.id, name, now.UnixMilli())
+		if err != nil {
+			return nil, fmt.Errorf("create partition: %w", err)
+		}
+		if p.id, err = res.LastInsertId(); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("read partition: %w", err)
+	}
+	t.cache.addPartition(p)
+	return p, nil
+}
+
+// existingPartition returns the named partition of q, or nil.
+func (t *txn) existingPartition(q *queueRow, name string) (*partitionRow, error) {
+	if p, ok := t.cache.partitions[partitionKey{q.id, name}]; ok {
+		return p, nil
+	}
+	p := &partitionRow{name: name, queue: q}
+	err := t.queryRow(sqlPartitionByName, q.id, name).Scan(&p.id, &p.uuid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read partition: %w", err)
+	}
+	t.cache.addPartition(p)
+	return p, nil
+}
+
+// partitionByUUID resolves a client-supplied partitionId, or returns nil.
+func (t *txn) partitionByUUID(id string) (*partitionRow, error) {
+	if p, ok := t.cache.byUUID[id]; ok {
+		return p, nil
+	}
+	p := &partitionRow{uuid: id}
+	var queueName string
+	err := t.queryRow(sqlPartitionByUUID, id).Scan(&p.id, &p.name, &queueName)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read partition: %w", err)
+	}
+	if p.queue, err = t.existingQueue(queueName); err != nil {
+		return nil, err
+	}
+	t.cache.addPartition(p)
+	return p, nil
+}
+
+func mustUUID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}

@@ -1,0 +1,325 @@
+// Package sqlite is the embedded storage engine: a single SQLite file in WAL
+// mode with synchronous=FULL, so a committed push survives a crash or power
+// loss. It is pure Go (modernc.org/sqlite), so it needs no cgo.
+//
+// SQLite has one writer at a time. Instead of letting requests fight over the
+// write lock, every operation is a job handed to one writer goroutine, which
+// runs all jobs waiting at that moment in one transaction (each under its own
+// savepoint) and commits once: group commit, so one fsync serves many
+// requests. The writer goroutine also owns the caches of queue and partition
+// rows, which therefore need no locks.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+//go:embed migrations/*.up.sql
+var migrations embed.FS
+
+// maxJobsPerCommit bounds how many jobs share one transaction, which bounds
+// the latency a job can add to the others in its commit.
+const maxJobsPerCommit = 256
+
+// Config configures the embedded engine.
+type Config struct {
+	// Dir is the folder holding queen.db; it is created if missing.
+	Dir string
+	// Logger receives start-up and error logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is the embedded engine. Create it with Open.
+type Store struct {
+	db     *sql.DB // the single writer connection
+	reader *sql.DB // read-only connections for health checks
+	log    *slog.Logger
+	jobs   chan *job
+	done   chan struct{}
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	closeErr  error
+
+	// Owned by the writer goroutine.
+	stmts *statements
+	cache *cache
+}
+
+var _ store.Store = (*Store)(nil)
+
+// job is one operation run by the writer inside the shared transaction.
+type job struct {
+	ctx  context.Context
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// Open opens (creating if needed) the database in cfg.Dir, applies pending
+// migrations and starts the writer.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir %q: %w", cfg.Dir, err)
+	}
+	path := filepath.Join(cfg.Dir, "queen.db")
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	reader, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s read-only: %w", path, err)
+	}
+	reader.SetMaxOpenConns(2)
+	stmts, err := prepare(ctx, db)
+	if err != nil {
+		db.Close()
+		reader.Close()
+		return nil, err
+	}
+	s := &Store{
+		db:      db,
+		reader:  reader,
+		log:     log.With("component", "sqlite"),
+		jobs:    make(chan *job, maxJobsPerCommit),
+		done:    make(chan struct{}),
+		closing: make(chan struct{}),
+		stmts:   stmts,
+		cache:   newCache(),
+	}
+	go s.writer()
+	s.log.Info("embedded store open", "path", path)
+	return s, nil
+}
+
+// Engine reports "sqlite".
+func (s *Store) Engine() string { return "sqlite" }
+
+// Ping checks that the database file can be read.
+func (s *Store) Ping(ctx context.Context) error {
+	select {
+	case <-s.closing:
+		return store.ErrClosed
+	default:
+	}
+	var one int
+	if err := s.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Close stops the writer after the jobs already queued and closes the file.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.done
+		s.stmts.close()
+		s.closeErr = errors.Join(s.db.Close(), s.reader.Close())
+	})
+	return s.closeErr
+}
+
+// run hands fn to the writer and waits until its transaction has committed.
+// fn must only touch the database through tx and must not block on anything
+// else.
+func (s *Store) run(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case <-s.closing:
+		return store.ErrClosed
+	case s.jobs <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, the job runs: wait for it even if ctx ends, so a caller
+	// never reports failure for a write that then commits.
+	select {
+	case err := <-j.done:
+		return err
+	case <-s.done:
+		// The writer has exited; a job queued after its last drain never runs.
+		select {
+		case err := <-j.done:
+			return err
+		default:
+			return store.ErrClosed
+		}
+	}
+}
+
+// writer is the only goroutine that writes. It batches every job waiting at
+// the time into one transaction.
+func (s *Store) writer() {
+	defer close(s.done)
+	batch := make([]*job, 0, maxJobsPerCommit)
+	for {
+		select {
+		case j := <-s.jobs:
+			batch = append(batch[:0], j)
+		case <-s.closing:
+			// Finish what was queued before Close.
+			for {
+				select {
+				case j := <-s.jobs:
+					s.commit([]*job{j})
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < maxJobsPerCommit {
+			select {
+			case j := <-s.jobs:
+				batch = append(batch, j)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs a batch of jobs in one transaction. A job that fails is rolled
+// back to its savepoint alone; if the commit itself fails, every job fails.
+func (s *Store) commit(batch []*job) {
+	live := batch[:0]
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.done <- err // abandoned before it started: nothing written
+			continue
+		}
+		live = append(live, j)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		s.failAll(live, fmt.Errorf("%w: begin: %w", store.ErrUnavailable, err))
+		return
+	}
+	results := make([]error, len(live))
+	single := len(live) == 1
+	for i, j := range live {
+		if single {
+			results[i] = j.fn(tx)
+			break
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+			results[i] = err
+			continue
+		}
+		if results[i] = j.fn(tx); results[i] != nil {
+			_, _ = tx.ExecContext(ctx, "ROLLBACK TO job")
+			s.cache.reset() // the job may have cached rows that are now gone
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil && results[i] == nil {
+			results[i] = err
+		}
+	}
+	if single && results[0] != nil {
+		_ = tx.Rollback()
+		s.cache.reset()
+		live[0].done <- results[0]
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		s.cache.reset()
+		s.log.Error("commit failed", "jobs", len(live), "err", err)
+		s.failAll(live, fmt.Errorf("%w: commit: %w", store.ErrUnavailable, err))
+		return
+	}
+	for i, j := range live {
+		j.done <- results[i]
+	}
+}
+
+func (s *Store) failAll(jobs []*job, err error) {
+	for _, j := range jobs {
+		j.done <- err
+	}
+}
+
+// migrate applies the embedded migrations that the database has not seen,
+// in version order, each in its own transaction.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.up.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad version prefix", base)
+		}
+		var seen int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", version).Scan(&seen); err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		if seen > 0 {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", base, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+			version, base, time.Now().UnixMilli()); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("record migration %s: %w", base, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
