@@ -29,9 +29,10 @@ type Config struct {
 
 // Server is a broker served over HTTP.
 type Server struct {
-	broker *broker.Broker
-	http   *http.Server
-	log    *slog.Logger
+	broker     *broker.Broker
+	http       *http.Server
+	log        *slog.Logger
+	stopListen context.CancelFunc
 }
 
 // New builds a broker and its HTTP API over st. The caller keeps ownership
@@ -47,9 +48,19 @@ func New(cfg Config, st store.Store) *Server {
 		Broker: b, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
 	})
+	listenCtx, stopListen := context.WithCancel(context.Background())
+	if n, ok := st.(store.Notifier); ok {
+		// Wake-ups from pushes made by other brokers sharing the database.
+		go func() {
+			if err := n.Listen(listenCtx, b.Notify); err != nil && listenCtx.Err() == nil {
+				log.Error("notification listener stopped", "err", err)
+			}
+		}()
+	}
 	return &Server{
-		broker: b,
-		log:    log,
+		broker:     b,
+		log:        log,
+		stopListen: stopListen,
 		http: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -77,5 +88,6 @@ func (s *Server) Serve(ln net.Listener) error {
 // store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.broker.Stop()
+	s.stopListen()
 	return s.http.Shutdown(ctx)
 }

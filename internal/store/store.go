@@ -298,3 +298,11 @@ type TxAbortError struct {
 }
 
 func (e *TxAbortError) Error() string { return e.Reason }
+
+// Notifier is implemented by stores shared by several brokers: Listen calls
+// wake with the queue names pushed to (or released) by any broker, until ctx
+// ends. Stores used by one broker alone need not implement it; the broker
+// wakes its own waiters.
+type Notifier interface {
+	Listen(ctx context.Context, wake func(queues ...string)) error
+}
