@@ -58,7 +58,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}()
 
-	srv := server.New(server.Config{Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, Version: version}, st)
+	srv, err := server.New(server.Config{
+		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
+	}, st)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr())
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr(), err)

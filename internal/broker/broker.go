@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,12 @@ type Config struct {
 	PollFallback time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// RecoverEvery is how often Run checks a down store and the spool.
+	// Default 100ms (Queen's FILE_BUFFER_FLUSH_MS).
+	RecoverEvery time.Duration
+	// Spool receives pushes the store cannot take; nil disables spooling,
+	// and a failed store write then fails the push.
+	Spool Spooler
 }
 
 // Broker implements push, pop, ack, lease, transaction and queue
@@ -51,6 +58,14 @@ type Broker struct {
 
 	stopOnce sync.Once
 	stopping chan struct{}
+
+	spool          Spooler
+	recoverEvery   time.Duration
+	recover        chan struct{} // nudges Run
+	dbDown         atomic.Bool   // a store write failed; cleared by a good ping
+	spoolBroken    atomic.Bool   // the last spool write failed
+	maintenance    atomic.Bool   // push maintenance: pushes go to the spool
+	popMaintenance atomic.Bool   // pop maintenance: pops answer empty
 }
 
 // New returns a broker over st.
@@ -63,6 +78,12 @@ func New(st store.Store, cfg Config) *Broker {
 		fallback: cfg.PollFallback,
 		now:      cfg.Now,
 		stopping: make(chan struct{}),
+		spool:    cfg.Spool,
+		recover:  make(chan struct{}, 1),
+	}
+	b.recoverEvery = cfg.RecoverEvery
+	if b.recoverEvery <= 0 {
+		b.recoverEvery = 100 * time.Millisecond
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)

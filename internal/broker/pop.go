@@ -80,6 +80,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResponse, error) 
 		}
 	}()
 	for {
+		if b.popMaintenance.Load() {
+			return nil, nil
+		}
 		select {
 		case <-b.stopping:
 			return nil, nil

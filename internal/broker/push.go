@@ -25,9 +25,24 @@ func (b *Broker) Push(ctx context.Context, items []store.PushItem, producerSub s
 	}
 	prepareItems(items, producerSub)
 	unique, winner := dedupe(items)
-	res, err := b.store.PushMany(ctx, &store.PushManyParams{Items: unique, Now: b.now()})
-	if err != nil {
-		return nil, err
+	var res []store.PushResult
+	if b.spooling() {
+		res = b.spoolPush(unique)
+	} else {
+		var err error
+		res, err = b.store.PushMany(ctx, &store.PushManyParams{Items: unique, Now: b.now()})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil, err // the client left; it will not read a verdict
+		case b.spool != nil:
+			// Whatever failed, the items are accepted: the spool holds them
+			// until the store takes them (idempotently, by transactionId).
+			b.markDown(err)
+			res = b.spoolPush(unique)
+		default:
+			return nil, err
+		}
 	}
 	out := make([]PushVerdict, len(items))
 	queued, dupes := 0, 0

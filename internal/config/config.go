@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,7 @@ type Config struct {
 	LogLevel     slog.Level // LOG_LEVEL: debug, info, warn, error; default info
 	MaxBodyBytes int64      // QUEEN_MAX_BODY_BYTES, default 67108864
 	Port         int        // PORT, default 6632
+	SpoolDir     string     // FILE_BUFFER_DIR, default <DataDir>/spool
 }
 
 // Engine names the storage engine this configuration selects.
@@ -76,6 +78,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 			errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v))
 		}
 	}
+	c.SpoolDir = filepath.Join(c.DataDir, "spool")
+	str("FILE_BUFFER_DIR", &c.SpoolDir)
 	c.DatabaseURL = databaseURL(getenv)
 	return c, errors.Join(errs...)
 }

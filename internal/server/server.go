@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -23,6 +25,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; 0 means 64 MiB.
 	MaxBodyBytes int64
+	// SpoolDir is the disk buffer for pushes the store cannot take
+	// (FILE_BUFFER_DIR); "" disables it, and such pushes then fail.
+	SpoolDir string
 	// Version is reported by /health.
 	Version string
 }
@@ -32,35 +37,42 @@ type Server struct {
 	broker     *broker.Broker
 	http       *http.Server
 	log        *slog.Logger
+	spool      *spool.Spool
 	stopListen context.CancelFunc
+	background sync.WaitGroup
 }
 
 // New builds a broker and its HTTP API over st. The caller keeps ownership
 // of st and closes it after Shutdown.
-func New(cfg Config, st store.Store) *Server {
+func New(cfg Config, st store.Store) (*Server, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := metrics.New()
-	b := broker.New(st, broker.Config{Logger: log, Metrics: m})
+	bcfg := broker.Config{Logger: log, Metrics: m}
+	var sp *spool.Spool
+	if cfg.SpoolDir != "" {
+		var err error
+		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
+			return nil, err
+		}
+		if n := sp.Pending(); n > 0 {
+			log.Info("spooled pushes waiting for replay", "messages", n, "dir", cfg.SpoolDir)
+		}
+		bcfg.Spool = sp
+	}
+	b := broker.New(st, bcfg)
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
 	})
-	listenCtx, stopListen := context.WithCancel(context.Background())
-	if n, ok := st.(store.Notifier); ok {
-		// Wake-ups from pushes made by other brokers sharing the database.
-		go func() {
-			if err := n.Listen(listenCtx, b.Notify); err != nil && listenCtx.Err() == nil {
-				log.Error("notification listener stopped", "err", err)
-			}
-		}()
-	}
-	return &Server{
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	s := &Server{
 		broker:     b,
 		log:        log,
-		stopListen: stopListen,
+		spool:      sp,
+		stopListen: stopBackground,
 		http: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -68,6 +80,16 @@ func New(cfg Config, st store.Store) *Server {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
+	s.background.Go(func() { b.Run(bgCtx) })
+	if n, ok := st.(store.Notifier); ok {
+		// Wake-ups from pushes made by other brokers sharing the database.
+		s.background.Go(func() {
+			if err := n.Listen(bgCtx, b.Notify); err != nil && bgCtx.Err() == nil {
+				log.Error("notification listener stopped", "err", err)
+			}
+		})
+	}
+	return s, nil
 }
 
 // Broker returns the server's broker, for drivers that deliver wake-ups.
@@ -88,6 +110,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.broker.Stop()
+	err := s.http.Shutdown(ctx)
 	s.stopListen()
-	return s.http.Shutdown(ctx)
+	s.background.Wait()
+	if s.spool != nil {
+		err = errors.Join(err, s.spool.Close())
+	}
+	return err
 }

@@ -1,0 +1,268 @@
+// Package spool is the broker's disk buffer for pushes it cannot write to
+// the database: during an outage or in push maintenance mode, accepted
+// messages are appended here (and fsynced before the client hears 201), and
+// replayed into the store in order once it is reachable again.
+//
+// Records are appended to one open segment file; Replay seals it and feeds
+// every sealed segment to the store in file order, deleting each once it is
+// fully stored. A record is a 4-byte big-endian length and the JSON of a
+// store.PushItem, ids included, so replay is idempotent: the store answers
+// an item it already has as a duplicate of the same transactionId.
+package spool
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+const (
+	openSuffix   = ".open"
+	sealedSuffix = ".spool"
+	// maxRecord bounds one record, so a corrupt length cannot make replay
+	// allocate without limit. It matches the largest request body.
+	maxRecord = 64 << 20
+)
+
+// Spool is a directory of segment files. It is safe for concurrent use.
+type Spool struct {
+	dir string
+
+	mu      sync.Mutex // guards cur, seq; serialises appends and seals
+	cur     *os.File
+	seq     int
+	pending atomic.Int64 // records written and not yet replayed
+
+	replayMu sync.Mutex // one replay at a time
+}
+
+// Open opens (creating) the spool directory, seals segments left open by a
+// previous process and counts the records waiting to be replayed.
+func Open(dir string) (*Spool, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("spool: create %s: %w", dir, err)
+	}
+	s := &Spool{dir: dir}
+	open, err := filepath.Glob(filepath.Join(dir, "*"+openSuffix))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range open {
+		if err := os.Rename(name, strings.TrimSuffix(name, openSuffix)+sealedSuffix); err != nil {
+			return nil, fmt.Errorf("spool: seal %s: %w", name, err)
+		}
+	}
+	sealed, err := s.sealed()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sealed {
+		n, err := countRecords(name)
+		if err != nil {
+			return nil, err
+		}
+		s.pending.Add(int64(n))
+	}
+	return s, nil
+}
+
+// Pending reports how many records wait to be replayed.
+func (s *Spool) Pending() int64 { return s.pending.Load() }
+
+// Append writes items as one durable write: when it returns nil, the items
+// survive a crash.
+func (s *Spool) Append(items []store.PushItem) error {
+	var buf []byte
+	for i := range items {
+		rec, err := json.Marshal(&items[i])
+		if err != nil {
+			return fmt.Errorf("spool: encode: %w", err)
+		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(rec)))
+		buf = append(buf, rec...)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		s.seq++
+		name := filepath.Join(s.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), s.seq, openSuffix))
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return fmt.Errorf("spool: create segment: %w", err)
+		}
+		s.cur = f
+	}
+	if _, err := s.cur.Write(buf); err != nil {
+		return fmt.Errorf("spool: write: %w", err)
+	}
+	if err := s.cur.Sync(); err != nil {
+		return fmt.Errorf("spool: sync: %w", err)
+	}
+	s.pending.Add(int64(len(items)))
+	return nil
+}
+
+// seal closes the open segment so that Replay can take it.
+func (s *Spool) seal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil
+	}
+	name := s.cur.Name()
+	if err := s.cur.Close(); err != nil {
+		return err
+	}
+	s.cur = nil
+	return os.Rename(name, strings.TrimSuffix(name, openSuffix)+sealedSuffix)
+}
+
+// Replay seals the open segment and hands every spooled record, in order and
+// in batches of at most batch items, to push. A segment is deleted once all
+// of its records were pushed; on the first error Replay stops, and the
+// segment is replayed from its start next time (push must be idempotent).
+// It returns how many records were replayed.
+func (s *Spool) Replay(ctx context.Context, batch int, push func(context.Context, []store.PushItem) error) (int, error) {
+	s.replayMu.Lock()
+	defer s.replayMu.Unlock()
+	if err := s.seal(); err != nil {
+		return 0, fmt.Errorf("spool: seal: %w", err)
+	}
+	names, err := s.sealed()
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, name := range names {
+		n, err := replayFile(ctx, name, batch, push)
+		if err != nil {
+			return total, err
+		}
+		if err := os.Remove(name); err != nil {
+			return total, fmt.Errorf("spool: remove %s: %w", name, err)
+		}
+		s.pending.Add(-int64(n))
+		total += n
+	}
+	return total, nil
+}
+
+func replayFile(ctx context.Context, name string, batch int, push func(context.Context, []store.PushItem) error) (int, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, fmt.Errorf("spool: open %s: %w", name, err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	items := make([]store.PushItem, 0, batch)
+	total := 0
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		if err := push(ctx, items); err != nil {
+			return err
+		}
+		total += len(items)
+		items = items[:0]
+		return nil
+	}
+	for {
+		rec, err := readRecord(r)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return total, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
+		}
+		var it store.PushItem
+		if err := json.Unmarshal(rec, &it); err != nil {
+			return total, fmt.Errorf("spool: %s: decode: %w", filepath.Base(name), err)
+		}
+		items = append(items, it)
+		if len(items) == batch {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+	}
+	return total, flush()
+}
+
+// readRecord reads one record. A record cut short by a crash during its
+// write (the client never got 201 for it) reads as the end of the file.
+func readRecord(r *bufio.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxRecord {
+		return nil, fmt.Errorf("record of %d bytes exceeds the %d byte limit", n, maxRecord)
+	}
+	rec := make([]byte, n)
+	if _, err := io.ReadFull(r, rec); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+func countRecords(name string) (int, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	n := 0
+	for {
+		if _, err := readRecord(r); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
+		}
+		n++
+	}
+}
+
+// sealed lists sealed segments in write order.
+func (s *Spool) sealed() ([]string, error) {
+	names, err := filepath.Glob(filepath.Join(s.dir, "*"+sealedSuffix))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Close closes the open segment, leaving it to be sealed by the next Open.
+func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil
+	}
+	err := s.cur.Close()
+	s.cur = nil
+	return err
+}
