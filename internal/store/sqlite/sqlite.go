@@ -38,6 +38,9 @@ var migrations embed.FS
 // the latency a job can add to the others in its commit.
 const maxJobsPerCommit = 256
 
+// maxLinger is the longest the writer waits for more jobs before a commit.
+const maxLinger = 500 * time.Microsecond
+
 // Config configures the embedded engine.
 type Config struct {
 	// Dir is the folder holding queen.db; it is created if missing.
@@ -84,7 +87,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	path := filepath.Join(cfg.Dir, "queen.db")
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
-		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_txlock=immediate"
+		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)" +
+		"&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -182,9 +186,17 @@ func (s *Store) run(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // writer is the only goroutine that writes. It batches every job waiting at
 // the time into one transaction.
+//
+// A commit costs an fsync (milliseconds on a shared disk), so the writer
+// lingers briefly when fewer jobs are waiting than in its previous commit:
+// the callers of that commit are likely about to send their next job, and
+// one more job in this commit is much cheaper than a commit of its own.
 func (s *Store) writer() {
 	defer close(s.done)
 	batch := make([]*job, 0, maxJobsPerCommit)
+	linger := time.NewTimer(0)
+	<-linger.C
+	previous := 0
 	for {
 		select {
 		case j := <-s.jobs:
@@ -200,15 +212,32 @@ func (s *Store) writer() {
 				}
 			}
 		}
+		waited := false
 	fill:
 		for len(batch) < maxJobsPerCommit {
 			select {
 			case j := <-s.jobs:
 				batch = append(batch, j)
+				continue
 			default:
+			}
+			if waited || len(batch) >= previous {
+				break
+			}
+			waited = true
+			linger.Reset(maxLinger)
+			select {
+			case j := <-s.jobs:
+				batch = append(batch, j)
+				if !linger.Stop() {
+					<-linger.C
+				}
+				waited = false // keep gathering while jobs keep coming
+			case <-linger.C:
 				break fill
 			}
 		}
+		previous = len(batch)
 		s.commit(batch)
 	}
 }
