@@ -85,6 +85,14 @@ func (s *State) ExpireStale(nowMs int64, head int64, retryLimit int) *DeadLetter
 	if head == 0 {
 		return nil
 	}
+	// Nothing lies between the cursor and the head, so the cursor can sit
+	// just before the head without committing anything. Doing so keeps the
+	// attempts counted here with the head: a later negative ack at the head
+	// sets the cursor to head-1, which then is no move, so it does not reset
+	// them (offsets may have gaps).
+	if head-1 > s.Cursor {
+		s.Cursor = head - 1
+	}
 	return s.fail(head, retryLimit, ExpiredLeaseError)
 }
 

@@ -58,7 +58,8 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 			}
 			pinned = part.id
 		}
-		cands, err := t.candidates(q, p, pinned, max(2*lanes, 16))
+		limit := max(2*lanes, 16)
+		cands, err := t.candidates(q, p, pinned, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -66,19 +67,38 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range cands {
-			msgs, err := t.claim(q, &cands[i], p, budget, from)
-			if err != nil {
+		tried := make(map[int64]bool, len(cands))
+		for {
+			for i := range cands {
+				if tried[cands[i].part.id] {
+					continue
+				}
+				tried[cands[i].part.id] = true
+				msgs, err := t.claim(q, &cands[i], p, budget, from)
+				if err != nil {
+					return nil, err
+				}
+				if len(msgs) == 0 {
+					continue
+				}
+				res.Messages = append(res.Messages, msgs...)
+				budget -= len(msgs)
+				lanes--
+				if budget == 0 || lanes == 0 {
+					return res, nil
+				}
+			}
+			// A full list whose lanes were all empty (messages still inside
+			// delayedProcessing, cursors seeded past old messages) must not
+			// hide the lanes after it: walk the rest until candidates run
+			// out, as Queen does (message-plane.md §4.5: a LIMIT caused
+			// starvation). LIMIT -1 is SQLite for no limit.
+			if limit < 0 || len(cands) < limit {
+				break
+			}
+			limit = -1
+			if cands, err = t.candidates(q, p, pinned, limit); err != nil {
 				return nil, err
-			}
-			if len(msgs) == 0 {
-				continue
-			}
-			res.Messages = append(res.Messages, msgs...)
-			budget -= len(msgs)
-			lanes--
-			if budget == 0 || lanes == 0 {
-				return res, nil
 			}
 		}
 	}
