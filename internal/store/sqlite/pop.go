@@ -195,7 +195,7 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int, f
 		dirty = true
 	}
 	visibleUntil := nowMs - int64(q.opts.DelayedProcessing)*1000
-	rows, err := t.query(sqlMessagesAfter, c.part.id, st.Cursor, visibleUntil, budget)
+	rows, err := t.query(sqlMessagesAfter, c.part.id, st.Cursor, budget)
 	if err != nil {
 		return nil, fmt.Errorf("read messages: %w", err)
 	}
@@ -204,11 +204,15 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int, f
 	for rows.Next() {
 		var m store.Message
 		var traceID, producerSub sql.NullString
-		var createdAt int64
-		if err := rows.Scan(&last, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt); err != nil {
+		var seq, createdAt int64
+		if err := rows.Scan(&seq, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		if createdAt > visibleUntil {
+			break // not due yet, and neither is anything after it
+		}
+		last = seq
 		m.TraceID, m.ProducerSub = traceID.String, producerSub.String
 		m.CreatedAt = time.UnixMilli(createdAt).UTC()
 		m.Queue, m.Partition, m.PartitionID = q.name, c.part.name, c.part.uuid

@@ -27,10 +27,12 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 	sqlMessageByTxn = `SELECT seq, id FROM messages WHERE partition_id = ? AND transaction_id = ?`
-	// Visible messages after the cursor: created_at <= ? hides messages still
-	// inside the queue's delayedProcessing window.
+	// Messages after the cursor. The caller stops at the first one still
+	// inside the queue's delayedProcessing window: createdAt grows with the
+	// offset within a partition, so filtering here would only make SQLite
+	// scan every pending row of a lane that is not due yet.
 	sqlMessagesAfter = `SELECT seq, id, transaction_id, trace_id, producer_sub, payload, created_at
-		FROM messages WHERE partition_id = ? AND seq > ? AND created_at <= ?
+		FROM messages WHERE partition_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`
 	sqlMessageHead = `SELECT seq FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT 1`
 	// A group's starting cursor on a lane: the last message at or before its
