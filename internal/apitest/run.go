@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Lease", s.testLease},
 		{"Transaction", s.testTransaction},
 		{"Configure", s.testConfigure},
+		{"Maintenance", s.testMaintenance},
 		{"LongPoll", s.testLongPoll},
 		{"Concurrency", s.testConcurrency},
 	}
