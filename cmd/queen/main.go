@@ -12,11 +12,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/queen-go/queen/internal/bench"
 	"github.com/queen-go/queen/internal/config"
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store"
@@ -40,7 +43,14 @@ func main() {
 
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unknown command %q", args[0])
+		switch args[0] {
+		case "bench":
+			return bench.Main(ctx, args[1:], os.Stdout, stderr)
+		case "serve":
+			args = args[1:]
+		default:
+			return fmt.Errorf("unknown command %q (commands: serve, bench)", args[0])
+		}
 	}
 	cfg, err := config.FromEnv(getenv)
 	if err != nil {
@@ -58,6 +68,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}()
 
+	if cfg.PprofAddr != "" {
+		go servePprof(cfg.PprofAddr, log)
+	}
 	srv, err := server.New(server.Config{
 		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
 	}, st)
@@ -100,5 +113,21 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 		return st, nil
 	default:
 		return nil, errors.New("the PostgreSQL engine is not available in this build yet; unset QUEEN_DATABASE_URL and PG_HOST to use the embedded engine")
+	}
+}
+
+// servePprof serves net/http/pprof on its own listener, only when
+// QUEEN_PPROF_ADDR asks for it, so profiles never share the API's port.
+func servePprof(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("pprof listening", "addr", addr)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("pprof server stopped", "err", err)
 	}
 }

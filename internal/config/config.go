@@ -21,6 +21,7 @@ type Config struct {
 	LogLevel     slog.Level // LOG_LEVEL: debug, info, warn, error; default info
 	MaxBodyBytes int64      // QUEEN_MAX_BODY_BYTES, default 67108864
 	Port         int        // PORT, default 6632
+	PprofAddr    string     // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
 	SpoolDir     string     // FILE_BUFFER_DIR, default <DataDir>/spool
 }
 
@@ -68,6 +69,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("HOST", &c.BindAddr)
 	str("QUEEN_BIND_ADDR", &c.BindAddr)
 	str("QUEEN_DATA_DIR", &c.DataDir)
+	str("QUEEN_PPROF_ADDR", &c.PprofAddr)
 	integer("PORT", 0, func(n int64) { c.Port = int(n) })
 	if c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("PORT=%d: want a port number <= 65535", c.Port))

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// client is a thin HTTP/JSON client for the routes the bench drives.
+type client struct {
+	base string
+	hc   *http.Client
+}
+
+// newHTTPClient returns a client whose idle pool holds a connection for
+// every worker: with the default pool of 2 per host, most requests of a
+// 16-worker run would open a new TCP connection and the bench would measure
+// handshakes.
+func newHTTPClient(conns int) *http.Client {
+	conns = max(conns, 2)
+	return &http.Client{Transport: &http.Transport{
+		Proxy:               nil, // loopback benchmarks must not go through a proxy
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns * 2,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}}
+}
+
+// do sends one request and reads the whole answer.
+func (c *client) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, err
+	}
+	return resp.StatusCode, out, nil
+}
+
+// health returns the engine the broker reports, "" if unknown.
+func (c *client) health(ctx context.Context) (string, error) {
+	status, body, err := c.do(ctx, http.MethodGet, "/health", nil)
+	if err != nil {
+		return "", err
+	}
+	var h struct {
+		Status string `json:"status"`
+		Engine string `json:"engine"`
+	}
+	_ = json.Unmarshal(body, &h)
+	if status != http.StatusOK {
+		return h.Engine, fmt.Errorf("health: HTTP %d: %s", status, strings.TrimSpace(string(body)))
+	}
+	return h.Engine, nil
+}
+
+func (c *client) deleteQueue(ctx context.Context, queue string) error {
+	status, body, err := c.do(ctx, http.MethodDelete, "/api/v1/resources/queues/"+url.PathEscape(queue), nil)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("delete queue %s: HTTP %d: %s", queue, status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// pushVerdict is one element of a /push answer.
+type pushVerdict struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// popResponse is a 200 pop envelope; only the fields the bench uses.
+type popResponse struct {
+	LeaseID  *string      `json:"leaseId"`
+	Messages []popMessage `json:"messages"`
+}
+
+type popMessage struct {
+	TransactionID string          `json:"transactionId"`
+	PartitionID   string          `json:"partitionId"`
+	Partition     string          `json:"partition"`
+	LeaseID       *string         `json:"leaseId"`
+	Data          json.RawMessage `json:"data"`
+}
+
+type ackItem struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	LeaseID       string `json:"leaseId,omitempty"`
+	Status        string `json:"status"`
+}
+
+type ackBatchBody struct {
+	ConsumerGroup   string    `json:"consumerGroup"`
+	Acknowledgments []ackItem `json:"acknowledgments"`
+}
+
+type ackVerdict struct {
+	Success bool    `json:"success"`
+	Error   *string `json:"error"`
+}
+
+// txOp is one operation of a /transaction body (ack or push).
+type txOp struct {
+	Type          string   `json:"type"`
+	TransactionID string   `json:"transactionId,omitempty"`
+	PartitionID   string   `json:"partitionId,omitempty"`
+	Status        string   `json:"status,omitempty"`
+	ConsumerGroup string   `json:"consumerGroup,omitempty"`
+	LeaseID       string   `json:"leaseId,omitempty"`
+	Items         []txItem `json:"items,omitempty"`
+}
+
+type txItem struct {
+	Queue     string          `json:"queue"`
+	Partition string          `json:"partition"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+type txBody struct {
+	Operations     []txOp   `json:"operations"`
+	RequiredLeases []string `json:"requiredLeases,omitempty"`
+}
+
+type txResponse struct {
+	Success bool   `json:"success"`
+	Error   string `json:"error"`
+}
