@@ -14,7 +14,7 @@ import (
 // AckMany commits a batch of acknowledgements in one transaction.
 func (s *Store) AckMany(ctx context.Context, p *store.AckManyParams) ([]store.AckResult, error) {
 	var out []store.AckResult
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		var err error
 		out, err = s.txn(tx).ack(p.Acks, p.Now)
 		return err
@@ -102,7 +102,7 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 // LeaseExtend renews every lane held by the lease.
 func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*store.LeaseExtendResult, error) {
 	out := &store.LeaseExtendResult{}
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		nowMs := p.Now.UnixMilli()
 		rows, err := t.query(sqlLaneExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs)
@@ -137,7 +137,7 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 // all of them.
 func (s *Store) Transaction(ctx context.Context, p *store.TransactionParams) ([]store.TxOpResult, error) {
 	var out []store.TxOpResult
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		nowMs := p.Now.UnixMilli()
 		for _, id := range p.RequiredLeases {

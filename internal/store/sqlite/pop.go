@@ -14,7 +14,7 @@ import (
 // Pop claims lanes and reads their messages in one transaction.
 func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, error) {
 	var out *store.PopResult
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		var err error
 		out, err = s.txn(tx).pop(p)
 		return err

@@ -12,7 +12,7 @@ import (
 // PushMany stores a batch of messages in one transaction.
 func (s *Store) PushMany(ctx context.Context, p *store.PushManyParams) ([]store.PushResult, error) {
 	var out []store.PushResult
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		var err error
 		out, err = s.txn(tx).push(p.Items, p.Now)
 		return err

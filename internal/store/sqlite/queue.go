@@ -16,7 +16,7 @@ import (
 // QueueConfigure creates the queue if needed and replaces all its options.
 func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParams) (*store.Queue, error) {
 	var out *store.Queue
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		q, err := t.queue(p.Name, p.Namespace, p.Task, p.Now)
 		if err != nil {
@@ -46,7 +46,7 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 // QueueDelete removes a queue with its partitions, messages, lanes and DLQ.
 func (s *Store) QueueDelete(ctx context.Context, name string) (bool, error) {
 	var existed bool
-	err := s.run(ctx, func(tx *sql.Tx) error {
+	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		q, err := t.existingQueue(name)
 		if err != nil || q == nil {
