@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/queen-go/queen/internal/config"
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/postgres"
 	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
@@ -112,7 +112,14 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 		}
 		return st, nil
 	default:
-		return nil, errors.New("the PostgreSQL engine is not available in this build yet; unset QUEEN_DATABASE_URL and PG_HOST to use the embedded engine")
+		st, err := postgres.Open(ctx, postgres.Config{
+			URL: cfg.DatabaseURL, Schema: cfg.PGSchema, PoolSize: cfg.PGPoolSize,
+			StatementTimeout: time.Duration(cfg.PGStatementTimeoutMs) * time.Millisecond, Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return st, nil
 	}
 }
 

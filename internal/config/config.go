@@ -15,14 +15,17 @@ import (
 
 // Config is the broker's whole configuration.
 type Config struct {
-	BindAddr     string     // QUEEN_BIND_ADDR (or HOST), default 0.0.0.0
-	DataDir      string     // QUEEN_DATA_DIR, default ./queen-data (embedded engine)
-	DatabaseURL  string     // QUEEN_DATABASE_URL, or built from PG_* when PG_HOST is set
-	LogLevel     slog.Level // LOG_LEVEL: debug, info, warn, error; default info
-	MaxBodyBytes int64      // QUEEN_MAX_BODY_BYTES, default 67108864
-	Port         int        // PORT, default 6632
-	PprofAddr    string     // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
-	SpoolDir     string     // FILE_BUFFER_DIR, default <DataDir>/spool
+	BindAddr             string     // QUEEN_BIND_ADDR (or HOST), default 0.0.0.0
+	DataDir              string     // QUEEN_DATA_DIR, default ./queen-data (embedded engine)
+	DatabaseURL          string     // QUEEN_DATABASE_URL, or built from PG_* when PG_HOST is set
+	LogLevel             slog.Level // LOG_LEVEL: debug, info, warn, error; default info
+	MaxBodyBytes         int64      // QUEEN_MAX_BODY_BYTES, default 67108864
+	Port                 int        // PORT, default 6632
+	PprofAddr            string     // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
+	PGPoolSize           int        // DB_POOL_SIZE, default 20
+	PGSchema             string     // QUEEN_PG_SCHEMA, default queen
+	PGStatementTimeoutMs int        // DB_STATEMENT_TIMEOUT (ms), default 30000
+	SpoolDir             string     // FILE_BUFFER_DIR, default <DataDir>/spool
 }
 
 // Engine names the storage engine this configuration selects.
@@ -42,11 +45,14 @@ func (c *Config) Addr() string {
 // defaults and validating every value. Errors name the variable.
 func FromEnv(getenv func(string) string) (*Config, error) {
 	c := &Config{
-		BindAddr:     "0.0.0.0",
-		DataDir:      "./queen-data",
-		LogLevel:     slog.LevelInfo,
-		MaxBodyBytes: 64 << 20,
-		Port:         6632,
+		BindAddr:             "0.0.0.0",
+		DataDir:              "./queen-data",
+		LogLevel:             slog.LevelInfo,
+		MaxBodyBytes:         64 << 20,
+		Port:                 6632,
+		PGPoolSize:           20,
+		PGSchema:             "queen",
+		PGStatementTimeoutMs: 30000,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -75,6 +81,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		errs = append(errs, fmt.Errorf("PORT=%d: want a port number <= 65535", c.Port))
 	}
 	integer("QUEEN_MAX_BODY_BYTES", 1, func(n int64) { c.MaxBodyBytes = n })
+	integer("DB_POOL_SIZE", 2, func(n int64) { c.PGPoolSize = int(n) })
+	integer("DB_STATEMENT_TIMEOUT", 1, func(n int64) { c.PGStatementTimeoutMs = int(n) })
+	str("QUEEN_PG_SCHEMA", &c.PGSchema)
 	if v := strings.TrimSpace(getenv("LOG_LEVEL")); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v))

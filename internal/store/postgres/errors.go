@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// SQLSTATEs the driver reacts to.
+const (
+	codeDeadlock      = "40P01"
+	codeSerialization = "40001"
+	codeForeignKey    = "23503" // a partition created under a queue deleted meanwhile
+	codeUnique        = "23505" // a message raced past the dedup check (see push.go)
+	codeQueryCanceled = "57014" // statement_timeout or cancel: not an outage
+)
+
+func isCode(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// retryable reports errors after which running the whole transaction again
+// is correct and likely to succeed.
+func retryable(err error) bool {
+	return errors.Is(err, errStale) || isCode(err, codeDeadlock) || isCode(err, codeSerialization) ||
+		isCode(err, codeForeignKey) || isCode(err, codeUnique)
+}
+
+// unavailable reports errors that mean the database cannot be reached or
+// cannot serve us right now, as opposed to a statement that failed.
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == codeQueryCanceled:
+			return false
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources (too many connections, disk full)
+			strings.HasPrefix(pgErr.Code, "57"): // shutdown, crash recovery
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+}
+
+// wrapErr prefixes err with op and marks outages with store.ErrUnavailable.
+func wrapErr(op string, err error) error {
+	if unavailable(err) {
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// PushMany stores a batch of messages. Concurrent calls are merged into
+// shared transactions by the batcher; the messages of one call share its
+// createdAt (p.Now).
+func (s *Store) PushMany(ctx context.Context, p *store.PushManyParams) ([]store.PushResult, error) {
+	if len(p.Items) == 0 {
+		return []store.PushResult{}, nil
+	}
+	return s.pushes.push(ctx, p)
+}
+
+// pushEntry is one item to push with the createdAt of the call it came from.
+type pushEntry struct {
+	item *store.PushItem
+	atMs int64
+}
+
+// msgKey identifies a message: a transactionId is unique within a partition.
+type msgKey struct {
+	partitionID   int64
+	transactionID string
+}
+
+// pushPlan is a push resolved to partition rows.
+type pushPlan struct {
+	entries []pushEntry
+	parts   []partRef // per entry
+	firstOf []int     // per entry: index of the first entry with the same message key
+}
+
+// push writes entries in the current transaction in a fixed number of
+// round trips: resolve queues and partitions (from the cache once known),
+// then one pipelined batch that locks the partitions, inserts, marks lanes
+// ready and notifies listeners.
+func (t *txn) push(entries []pushEntry) ([]store.PushResult, error) {
+	plan := &pushPlan{entries: entries}
+	if err := t.resolvePush(plan); err != nil {
+		return nil, err
+	}
+	return t.writePush(plan)
+}
+
+// resolvePush finds (or creates) the queue and partition of every entry and
+// spots entries repeating an earlier one's message key (possible when the
+// batcher merges calls).
+func (t *txn) resolvePush(plan *pushPlan) error {
+	want := make(map[string]newQueue)
+	for _, e := range plan.entries {
+		if _, ok := want[e.item.Queue]; !ok {
+			want[e.item.Queue] = newQueue{namespace: e.item.Namespace, task: e.item.Task, atMs: e.atMs}
+		}
+	}
+	queues, err := t.queues(want)
+	if err != nil {
+		return err
+	}
+	keys := make([]partKey, len(plan.entries))
+	for i, e := range plan.entries {
+		keys[i] = partKey{queues[e.item.Queue].id, partitionName(e.item.Partition)}
+	}
+	parts, err := t.partitions(keys, plan.entries[0].atMs)
+	if err != nil {
+		return err
+	}
+	plan.parts = make([]partRef, len(keys))
+	plan.firstOf = make([]int, len(keys))
+	first := make(map[msgKey]int, len(keys))
+	for i, k := range keys {
+		plan.parts[i] = parts[k]
+		mk := msgKey{parts[k].id, plan.entries[i].item.TransactionID}
+		if j, ok := first[mk]; ok {
+			plan.firstOf[i] = j
+		} else {
+			first[mk] = i
+			plan.firstOf[i] = i
+		}
+	}
+	return nil
+}
+
+func partitionName(name string) string {
+	if name == "" {
+		return store.DefaultPartition
+	}
+	return name
+}
+
+// messageRows are the columns of sqlMessagesInsert.
+type messageRows struct {
+	partitionID, createdAt        []int64
+	txn, id, traceID, producerSub []string
+	payload                       [][]byte
+	entry                         []int // entry index of each row
+}
+
+func (r *messageRows) add(partitionID int64, i int, e pushEntry) {
+	r.partitionID = append(r.partitionID, partitionID)
+	r.txn = append(r.txn, e.item.TransactionID)
+	r.id = append(r.id, e.item.MessageID)
+	r.traceID = append(r.traceID, e.item.TraceID)
+	r.producerSub = append(r.producerSub, e.item.ProducerSub)
+	r.payload = append(r.payload, e.item.Payload)
+	r.createdAt = append(r.createdAt, e.atMs)
+	r.entry = append(r.entry, i)
+}
+
+// writePush sends, in one round trip: the partition locks (in id order),
+// the insert (which reports duplicates of stored messages), the lanes
+// update and the notification. The statements run in order, so the insert
+// runs with the locks held.
+func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
+	var rows messageRows
+	var pids []int64
+	var queues []string
+	for i, e := range plan.entries {
+		if plan.firstOf[i] != i {
+			continue
+		}
+		rows.add(plan.parts[i].id, i, e)
+		pids = append(pids, plan.parts[i].id)
+		if !slices.Contains(queues, e.item.Queue) {
+			queues = append(queues, e.item.Queue)
+		}
+	}
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	b := &pgx.Batch{}
+	b.Queue(sqlPartitionsLock, pids)
+	b.Queue(sqlMessagesInsert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
+		rows.payload, rows.createdAt)
+	b.Queue(sqlLanesMarkReady, pids)
+	b.Queue(sqlNotify, queues)
+	br := t.tx.SendBatch(t.ctx, b)
+	defer br.Close()
+	locked, err := pgx.CollectRows(must(br.Query()), pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("lock partitions: %w", err)
+	}
+	if len(locked) != len(pids) {
+		return nil, fmt.Errorf("lock partitions: %w", errStale) // deleted by another broker
+	}
+	stored := make(map[int]string) // entry index → id of the stored message
+	var idx int64
+	var id string
+	if _, err := pgx.ForEachRow(must(br.Query()), []any{&idx, &id}, func() error {
+		stored[rows.entry[idx-1]] = id
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("insert messages: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("insert messages: %w", err)
+	}
+	return pushResults(plan, stored), nil
+}
+
+// pushResults builds the verdicts: queued, or duplicate with the id of the
+// message already stored (or of the earlier entry of this batch).
+func pushResults(plan *pushPlan, stored map[int]string) []store.PushResult {
+	out := make([]store.PushResult, len(plan.entries))
+	for i, e := range plan.entries {
+		out[i].PartitionID = plan.parts[i].uuid
+		switch j := plan.firstOf[i]; {
+		case j != i:
+			out[i].Status, out[i].MessageID = store.PushDuplicate, out[j].MessageID
+		case stored[i] != "":
+			out[i].Status, out[i].MessageID = store.PushDuplicate, stored[i]
+		default:
+			out[i].Status, out[i].MessageID = store.PushQueued, e.item.MessageID
+		}
+	}
+	return out
+}
+
+// must drops the error of BatchResults.Query: pgx also returns it from the
+// rows, where CollectRows and ForEachRow report it.
+func must(rows pgx.Rows, _ error) pgx.Rows { return rows }

@@ -1,0 +1,244 @@
+package postgres
+
+// The driver's SQL, one constant per statement, named after what it does.
+// Statements take whole batches as arrays (unnest), so that the number of
+// round trips of an operation does not depend on its size.
+
+// The join lock is the first key of the advisory locks that order "a group
+// joins a queue" against "a push creates a partition of that queue": the
+// join takes it exclusively, partition creation shares it, so every
+// (partition, group) pair gets its lane row from one side or the other.
+// The class is 20805 (0x5145, "QE"), written literally in the statements.
+
+// Queues and partitions.
+const (
+	// Queues created by a push get default options; ON CONFLICT waits for a
+	// concurrent creator, and sqlQueuesByName (a later statement, so a later
+	// snapshot) then sees its row.
+	sqlQueuesInsert = `INSERT INTO queues (uuid, name, namespace, task, priority, options, created_at)
+		SELECT u.uuid, u.name, u.namespace, u.task, 0, $5::jsonb, u.at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bigint[]) AS u(uuid, name, namespace, task, at)
+		ORDER BY u.name
+		ON CONFLICT (name) DO NOTHING`
+	sqlQueuesByName = `SELECT id, uuid, name FROM queues WHERE name = ANY($1::text[])`
+
+	sqlQueueUpsert = `INSERT INTO queues (uuid, name, namespace, task, priority, options, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task,
+			priority = excluded.priority, options = excluded.options
+		RETURNING id, uuid`
+	sqlQueueForPop = `SELECT q.id, q.options,
+			EXISTS (SELECT 1 FROM consumer_groups g WHERE g.queue_id = q.id AND g.consumer_group = $2)
+		FROM queues q WHERE q.name = $1`
+	sqlQueuesMatching = `SELECT name FROM queues
+		WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR task = $2)
+		ORDER BY priority DESC, name`
+	sqlQueueLockByName = `SELECT id FROM queues WHERE name = $1 FOR UPDATE`
+
+	sqlPartitionsInsert = `INSERT INTO partitions (uuid, queue_id, name, created_at)
+		SELECT u.uuid, u.queue_id, u.name, u.at
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS u(uuid, queue_id, name, at)
+		ORDER BY u.queue_id, u.name
+		ON CONFLICT (queue_id, name) DO NOTHING
+		RETURNING id`
+	sqlPartitionsByName = `SELECT p.id, p.uuid, p.queue_id, p.name
+		FROM partitions p JOIN unnest($1::bigint[], $2::text[]) AS u(queue_id, name)
+			ON p.queue_id = u.queue_id AND p.name = u.name`
+	// New partitions get a lane for every group that has joined their queue,
+	// under the shared join lock (see the top of this file).
+	sqlJoinLockShared = `SELECT pg_advisory_xact_lock_shared(20805, (q % 2147483647)::int)
+		FROM (SELECT DISTINCT unnest($1::bigint[]) AS q ORDER BY 1) x`
+	sqlLanesForNewPartitions = `INSERT INTO lanes (partition_id, consumer_group, queue_id)
+		SELECT p.id, g.consumer_group, p.queue_id
+		FROM partitions p JOIN consumer_groups g ON g.queue_id = p.queue_id
+		WHERE p.id = ANY($1::bigint[])
+		ORDER BY 1, 2
+		ON CONFLICT DO NOTHING`
+)
+
+// Push.
+const (
+	// Row locks on the partitions a push writes, in id order so that
+	// concurrent pushes cannot deadlock. Holding them, the statements that
+	// follow see every committed message of those partitions and no other
+	// push can commit to them: the dedup check is exact and offsets are
+	// allocated without gaps.
+	sqlPartitionsLock = `SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`
+	// Insert a batch of messages (free of duplicates among themselves) in
+	// one statement: find the transactionIds already stored, allocate one
+	// offset per new message from each partition's counter, insert at
+	// base + rank, and return the stored id of each duplicate by position.
+	sqlMessagesInsert = `WITH u AS (
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+				$7::bigint[]) WITH ORDINALITY
+				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, idx)
+		), dup AS (
+			SELECT u.idx, m.id FROM u
+			JOIN messages m ON m.partition_id = u.partition_id AND m.transaction_id = u.transaction_id
+		), fresh AS (
+			SELECT u.*, row_number() OVER (PARTITION BY u.partition_id ORDER BY u.idx) AS ord
+			FROM u WHERE u.idx NOT IN (SELECT idx FROM dup)
+		), c AS (
+			SELECT partition_id, count(*) AS n, max(created_at) AS at FROM fresh GROUP BY partition_id
+		), a AS (
+			UPDATE partitions p SET last_offset = p.last_offset + c.n,
+				last_message_at = greatest(p.last_message_at, c.at)
+			FROM c WHERE p.id = c.partition_id
+			RETURNING p.id, p.last_offset - c.n AS base
+		), ins AS (
+			INSERT INTO messages (partition_id, seq, id, transaction_id, trace_id, producer_sub, payload, created_at)
+			SELECT f.partition_id, a.base + f.ord, f.id, f.transaction_id, NULLIF(f.trace_id, ''),
+				NULLIF(f.producer_sub, ''), f.payload, f.created_at
+			FROM fresh f JOIN a ON a.id = f.partition_id
+		)
+		SELECT idx, id FROM dup`
+	// Mark ready the lanes of written partitions that now have unread
+	// messages. Only lanes not ready yet are touched (usually none), locked
+	// in key order.
+	sqlLanesMarkReady = `UPDATE lanes l SET ready = true
+		FROM (SELECT r.partition_id, r.consumer_group FROM lanes r JOIN partitions p ON p.id = r.partition_id
+			WHERE r.partition_id = ANY($1::bigint[]) AND NOT r.ready AND r.cursor < p.last_offset
+			ORDER BY 1, 2 FOR UPDATE OF r) r
+		WHERE l.partition_id = r.partition_id AND l.consumer_group = r.consumer_group`
+	sqlNotify = `SELECT pg_notify('queen_wake', n) FROM unnest($1::text[]) AS n`
+)
+
+// Pop.
+const (
+	// A group's first pop from a queue: record it and create its lanes for
+	// every existing partition, seeding cursors from the subscription time
+	// ($3, 0 = from the beginning). The partitions rows are share-locked so
+	// that no push is in flight on them: last_offset is exact and ready is
+	// right.
+	sqlJoinLock  = `SELECT pg_advisory_xact_lock(20805, ($1::bigint % 2147483647)::int)`
+	sqlJoinGroup = `INSERT INTO consumer_groups (queue_id, consumer_group, subscribed_from, created_at)
+		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
+	sqlJoinLanes = `INSERT INTO lanes (partition_id, consumer_group, queue_id, cursor, ready)
+		SELECT p.id, $2, p.queue_id, s.cursor, p.last_offset > s.cursor
+		FROM (SELECT id, queue_id, last_offset, last_message_at FROM partitions
+			WHERE queue_id = $1 ORDER BY id FOR SHARE) p
+		CROSS JOIN LATERAL (SELECT CASE
+			WHEN $3::bigint = 0 THEN 0
+			WHEN p.last_message_at <= $3 THEN p.last_offset
+			ELSE COALESCE((SELECT m.seq FROM messages m WHERE m.partition_id = p.id AND m.created_at <= $3
+				ORDER BY m.seq DESC LIMIT 1), 0)
+			END AS cursor) s
+		ON CONFLICT DO NOTHING`
+
+	// Candidate lanes of a queue for a group: ready, not under a live lease
+	// ($3 = now), outside the window buffer ($4), least recently claimed
+	// first, skipping lanes another transaction holds. Served by the partial
+	// index lanes_ready. On a queue with delayedProcessing ($7 > 0) the head
+	// message (offsets have no gaps: it is cursor + 1) must be due by $7, so
+	// that lanes holding only delayed messages do not crowd out due ones; a
+	// scalar subquery, because the planner would turn EXISTS into a hashed
+	// scan of all messages.
+	sqlLaneCandidates = `SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, COALESCE(l.lease_id, ''),
+			l.lease_expires_at, l.batch_end, l.head_attempts
+		FROM lanes l JOIN partitions p ON p.id = l.partition_id
+		WHERE l.queue_id = $1 AND l.consumer_group = $2 AND l.ready
+		  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
+		  AND p.last_message_at <= $4
+		  AND l.partition_id <> ALL($5::bigint[])
+		  AND ($7::bigint = 0 OR (SELECT m.created_at FROM messages m
+			WHERE m.partition_id = l.partition_id AND m.seq = l.cursor + 1) <= $7)
+		ORDER BY l.last_claimed_at
+		LIMIT $6
+		FOR UPDATE OF l SKIP LOCKED`
+	// The same for one named partition ($5).
+	sqlLanePinned = `SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, COALESCE(l.lease_id, ''),
+			l.lease_expires_at, l.batch_end, l.head_attempts
+		FROM partitions p JOIN lanes l ON l.partition_id = p.id AND l.consumer_group = $2
+		WHERE p.queue_id = $1 AND p.name = $5 AND l.ready
+		  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
+		  AND p.last_message_at <= $4
+		FOR UPDATE OF l SKIP LOCKED`
+	// Up to $3 messages after each lane's cursor, visible or not: the first
+	// one is the head a stale lease is charged to.
+	sqlMessagesAfter = `SELECT c.partition_id, m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
+			COALESCE(m.producer_sub, ''), m.payload, m.created_at
+		FROM unnest($1::bigint[], $2::bigint[]) AS c(partition_id, cursor)
+		CROSS JOIN LATERAL (SELECT * FROM messages WHERE partition_id = c.partition_id AND seq > c.cursor
+			ORDER BY seq LIMIT $3) m
+		ORDER BY c.partition_id, m.seq`
+)
+
+// Lane writes shared by pop and ack.
+const (
+	sqlLanesSave = `UPDATE lanes l SET cursor = u.cursor, lease_id = NULLIF(u.lease_id, ''),
+			lease_expires_at = u.lease_expires_at, batch_end = u.batch_end, head_attempts = u.head_attempts,
+			last_claimed_at = greatest(l.last_claimed_at, u.claimed_at)
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::int[],
+			$8::bigint[]) AS u(partition_id, consumer_group, cursor, lease_id, lease_expires_at, batch_end,
+			head_attempts, claimed_at)
+		WHERE l.partition_id = u.partition_id AND l.consumer_group = u.consumer_group`
+	// Clear ready on lanes whose cursor reached the partition's last offset.
+	// A push in flight on the partition holds its row lock: SKIP LOCKED then
+	// leaves the lane ready (a wasted visit later, never a lost message).
+	// Holding the share lock, no push can commit before this transaction
+	// does, so a push that follows sees ready = false and sets it again.
+	sqlLanesSettle = `UPDATE lanes l SET ready = false
+		FROM unnest($1::bigint[], $2::text[]) AS t(partition_id, consumer_group),
+		LATERAL (SELECT last_offset FROM partitions p WHERE p.id = t.partition_id FOR SHARE SKIP LOCKED) p
+		WHERE l.partition_id = t.partition_id AND l.consumer_group = t.consumer_group
+		  AND l.ready AND l.cursor >= p.last_offset`
+	sqlDeadLettersInsert = `INSERT INTO dead_letters
+			(partition_id, message_seq, consumer_group, error, retry_count, failed_at)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::int[], $6::bigint[])`
+)
+
+// Ack, lease extension, transactions.
+const (
+	// Resolve each (partitionId, transactionId) to its partition, queue and
+	// offset (0 when the message is unknown); unknown partitions are absent.
+	sqlAckResolve = `SELECT a.ord, p.id, p.queue_id, p.last_offset, q.name, q.options, COALESCE(m.seq, 0)
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
+		JOIN partitions p ON p.uuid = a.partition_uuid
+		JOIN queues q ON q.id = p.queue_id
+		LEFT JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id`
+	// Lock the lanes an ack batch touches, in key order (no deadlocks
+	// between concurrent ack batches).
+	sqlLanesLock = `SELECT l.partition_id, l.consumer_group, l.cursor, COALESCE(l.lease_id, ''),
+			l.lease_expires_at, l.batch_end, l.head_attempts
+		FROM lanes l
+		WHERE (l.partition_id, l.consumer_group) IN
+			(SELECT p.id, a.consumer_group
+			FROM unnest($1::text[], $2::text[]) AS a(partition_uuid, consumer_group)
+			JOIN partitions p ON p.uuid = a.partition_uuid)
+		ORDER BY l.partition_id, l.consumer_group
+		FOR UPDATE OF l`
+	// Lanes acked by a group that never popped the queue. They start ready:
+	// whether they have unread messages is settled by the first pop.
+	sqlLanesCreate = `INSERT INTO lanes (partition_id, consumer_group, queue_id, ready)
+		SELECT * , true FROM unnest($1::bigint[], $2::text[], $3::bigint[])
+		ORDER BY 1, 2
+		ON CONFLICT DO NOTHING`
+
+	sqlLeaseExtend = `UPDATE lanes l SET lease_expires_at = greatest(l.lease_expires_at, $1)
+		FROM (SELECT partition_id, consumer_group FROM lanes
+			WHERE lease_id = $2 AND lease_expires_at > $3
+			ORDER BY 1, 2 FOR UPDATE) x
+		WHERE l.partition_id = x.partition_id AND l.consumer_group = x.consumer_group
+		RETURNING l.lease_expires_at`
+	sqlLeasesLive = `SELECT DISTINCT lease_id FROM (
+			SELECT lease_id FROM lanes WHERE lease_id = ANY($1::text[]) AND lease_expires_at > $2
+			ORDER BY partition_id, consumer_group FOR UPDATE) x`
+)
+
+// Deleting a queue: first its partitions (sqlPartitionsDelete, which waits
+// for pushes in flight on them), then, in later statements that therefore
+// see those pushes' messages, what hangs off the partitions ($1 = their ids)
+// and off the queue ($1 = its id).
+const sqlPartitionsDelete = `DELETE FROM partitions WHERE queue_id = $1 RETURNING id`
+
+var (
+	sqlQueueDeleteByPartitions = []string{
+		`DELETE FROM messages WHERE partition_id = ANY($1::bigint[])`,
+		`DELETE FROM lanes WHERE partition_id = ANY($1::bigint[])`,
+		`DELETE FROM dead_letters WHERE partition_id = ANY($1::bigint[])`,
+	}
+	sqlQueueDeleteByQueue = []string{
+		`DELETE FROM consumer_groups WHERE queue_id = $1`,
+		`DELETE FROM queues WHERE id = $1`,
+	}
+)
