@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
@@ -42,20 +43,62 @@ func (b *Broker) Maintenance() MaintenanceStatus {
 	return st
 }
 
-// SetMaintenance turns push maintenance on or off: while on, every push goes
-// to the spool; when turned off, the spool is replayed.
-func (b *Broker) SetMaintenance(on bool) {
+// Keys of the maintenance settings in the store, shared by every broker.
+const (
+	settingMaintenance    = "maintenance_mode"
+	settingPopMaintenance = "pop_maintenance_mode"
+)
+
+// settingsEvery is how often Run re-reads the shared settings, so that a
+// mode switched on one broker reaches the others.
+const settingsEvery = time.Second
+
+// SetMaintenance turns push maintenance on or off for every broker on the
+// store: while on, every push goes to the spool; when turned off, the spool
+// is replayed. The setting is stored first, so an error changes nothing.
+func (b *Broker) SetMaintenance(ctx context.Context, on bool) error {
+	if err := b.store.SettingSet(ctx, settingMaintenance, strconv.FormatBool(on)); err != nil {
+		return err
+	}
+	b.applyMaintenance(on)
+	return nil
+}
+
+// SetPopMaintenance turns pop maintenance on or off for every broker on the
+// store: while on, every pop answers empty at once.
+func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) error {
+	if err := b.store.SettingSet(ctx, settingPopMaintenance, strconv.FormatBool(on)); err != nil {
+		return err
+	}
+	b.applyPopMaintenance(on)
+	return nil
+}
+
+func (b *Broker) applyMaintenance(on bool) {
 	if b.maintenance.Swap(on) != on {
 		b.log.Info("push maintenance mode changed", "enabled", on)
 		b.kickRecovery()
 	}
 }
 
-// SetPopMaintenance turns pop maintenance on or off: while on, every pop
-// answers empty at once.
-func (b *Broker) SetPopMaintenance(on bool) {
+func (b *Broker) applyPopMaintenance(on bool) {
 	if b.popMaintenance.Swap(on) != on {
 		b.log.Info("pop maintenance mode changed", "enabled", on)
+	}
+}
+
+// refreshSettings adopts the maintenance modes stored by any broker. While
+// the store is unreachable the current modes stay.
+func (b *Broker) refreshSettings(ctx context.Context) {
+	for key, apply := range map[string]func(bool){
+		settingMaintenance:    b.applyMaintenance,
+		settingPopMaintenance: b.applyPopMaintenance,
+	} {
+		v, err := b.store.SettingGet(ctx, key)
+		if err != nil {
+			return
+		}
+		apply(v == "true")
 	}
 }
 
@@ -104,13 +147,12 @@ func (b *Broker) kickRecovery() {
 	}
 }
 
-// Run watches the store while it is down and replays the spool once it is
-// back and maintenance is off, until ctx ends. Without a spool it returns at
-// once.
+// Run keeps the broker in step with the store until ctx ends: it adopts
+// maintenance modes set by other brokers, watches the store while it is
+// down, and replays the spool once the store is back and maintenance is off.
 func (b *Broker) Run(ctx context.Context) {
-	if b.spool == nil {
-		return
-	}
+	b.refreshSettings(ctx)
+	refreshed := time.Now()
 	tick := time.NewTicker(b.recoverEvery)
 	defer tick.Stop()
 	for {
@@ -120,7 +162,13 @@ func (b *Broker) Run(ctx context.Context) {
 		case <-tick.C:
 		case <-b.recover:
 		}
-		b.recoverOnce(ctx)
+		if time.Since(refreshed) >= settingsEvery {
+			b.refreshSettings(ctx)
+			refreshed = time.Now()
+		}
+		if b.spool != nil {
+			b.recoverOnce(ctx)
+		}
 	}
 }
 

@@ -44,7 +44,10 @@ func (a *api) setMaintenance(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.broker.SetMaintenance(on)
+	if err := a.broker.SetMaintenance(r.Context(), on); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	st := a.broker.Maintenance()
 	msg := "Maintenance mode disabled: pushes go to the database; the buffer is being replayed"
 	if on {
@@ -66,7 +69,10 @@ func (a *api) setPopMaintenance(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.broker.SetPopMaintenance(on)
+	if err := a.broker.SetPopMaintenance(r.Context(), on); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"popMaintenanceMode": on, "message": popMaintenanceMessage(on)})
 }
 

@@ -55,6 +55,11 @@ type Store interface {
 	// QueueDelete deletes a queue and everything in it; it reports whether
 	// the queue existed.
 	QueueDelete(ctx context.Context, name string) (bool, error)
+	// SettingGet returns a broker-wide setting shared by every broker on the
+	// store, "" when it was never set.
+	SettingGet(ctx context.Context, key string) (string, error)
+	// SettingSet durably stores a broker-wide setting.
+	SettingSet(ctx context.Context, key, value string) error
 	// Transaction runs pushes and acks atomically. A logical failure is
 	// returned as *TxAbortError and nothing is written.
 	Transaction(ctx context.Context, p *TransactionParams) ([]TxOpResult, error)

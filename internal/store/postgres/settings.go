@@ -1,0 +1,44 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+const (
+	sqlSettingGet = `SELECT value FROM settings WHERE key = $1`
+	sqlSettingSet = `INSERT INTO settings (key, value, updated_at) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
+)
+
+// SettingGet reads a broker-wide setting.
+func (s *Store) SettingGet(ctx context.Context, key string) (string, error) {
+	if s.closed() {
+		return "", store.ErrClosed
+	}
+	var v string
+	err := s.pool.QueryRow(ctx, sqlSettingGet, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", wrapErr("postgres: read setting "+key, err)
+	}
+	return v, nil
+}
+
+// SettingSet stores a broker-wide setting.
+func (s *Store) SettingSet(ctx context.Context, key, value string) error {
+	if s.closed() {
+		return store.ErrClosed
+	}
+	if _, err := s.pool.Exec(ctx, sqlSettingSet, key, value, time.Now().UnixMilli()); err != nil {
+		return wrapErr("postgres: write setting "+key, err)
+	}
+	return nil
+}

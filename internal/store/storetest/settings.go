@@ -1,0 +1,34 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+func runSettings(t *testing.T, newStore func(t *testing.T) store.Store) {
+	t.Run("UnsetIsEmpty", func(t *testing.T) {
+		s := setup(t, newStore)
+		v, err := s.SettingGet(context.Background(), "maintenance_mode")
+		if err != nil || v != "" {
+			t.Fatalf("SettingGet of an unset key = %q, %v; want \"\", nil", v, err)
+		}
+	})
+	t.Run("SetThenGetAndOverwrite", func(t *testing.T) {
+		s := setup(t, newStore)
+		ctx := context.Background()
+		for _, want := range []string{"true", "false"} {
+			if err := s.SettingSet(ctx, "maintenance_mode", want); err != nil {
+				t.Fatalf("SettingSet(%q): %v", want, err)
+			}
+			got, err := s.SettingGet(ctx, "maintenance_mode")
+			if err != nil || got != want {
+				t.Fatalf("SettingGet after SettingSet(%q) = %q, %v", want, got, err)
+			}
+		}
+		if v, _ := s.SettingGet(ctx, "pop_maintenance_mode"); v != "" {
+			t.Fatalf("another key reads %q; settings leak between keys", v)
+		}
+	})
+}
