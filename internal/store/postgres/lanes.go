@@ -71,9 +71,7 @@ func (t *txn) writeLanes(w *laneWrites) error {
 	if len(w.settlePid) > 0 {
 		b.Queue(sqlLanesSettle, w.settlePid, w.settleGroup)
 	}
-	if len(w.wake) > 0 {
-		b.Queue(sqlNotify, w.wake)
-	}
+	t.wakeAfterCommit(w.wake...)
 	if err := t.execBatch(b); err != nil {
 		return fmt.Errorf("write lanes: %w", err)
 	}

@@ -2,13 +2,17 @@ package postgres
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// wakeChannel is the NOTIFY channel; payloads are queue names.
-const wakeChannel = "queen_wake"
+// wakeChannel is the NOTIFY channel of the brokers on one schema; payloads
+// are queue names. Brokers on other schemas of the same database do not hear
+// each other.
+func wakeChannel(schema string) string { return "queen_wake_" + schema }
 
 // Reconnect backoff of the LISTEN connection.
 const (
@@ -17,7 +21,7 @@ const (
 )
 
 // Listen calls wake with the queue named by every notification on
-// queen_wake (sent by pushes and lease releases of any broker, at commit),
+// the schema's wake channel (sent by pushes and lease releases of any broker, at commit),
 // until ctx ends or the store is closed. It holds one dedicated connection
 // outside the pool and reconnects with backoff when it drops; a wake-up
 // missed meanwhile only costs latency, since parked pops re-poll.
@@ -58,7 +62,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func(queues ...string)) (bo
 		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{wakeChannel(s.schema)}.Sanitize()); err != nil {
 		return false, err
 	}
 	for {
@@ -69,3 +73,71 @@ func (s *Store) listenOnce(ctx context.Context, wake func(queues ...string)) (bo
 		wake(n.Payload)
 	}
 }
+
+// notifier announces committed pushes and lease releases to other brokers.
+// NOTIFY takes a database-wide lock from the commit's pre-commit until it
+// ends, fsync included, so notifying inside push transactions would make
+// every push commit wait for the previous one: no group commit. The notifier
+// instead sends the queue names gathered while its previous notification was
+// in flight, in a transaction of its own that does not wait for its WAL
+// flush (losing a wake-up to a crash only costs a parked pop one re-poll).
+type notifier struct {
+	s       *Store
+	mu      sync.Mutex
+	pending []string
+	kick    chan struct{}
+	done    chan struct{}
+}
+
+func newNotifier(s *Store) *notifier {
+	n := &notifier{s: s, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go n.loop()
+	return n
+}
+
+// send queues names for the next notification; it never blocks.
+func (n *notifier) send(names []string) {
+	n.mu.Lock()
+	for _, q := range names {
+		if !slices.Contains(n.pending, q) {
+			n.pending = append(n.pending, q)
+		}
+	}
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) loop() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.s.closing:
+			return
+		case <-n.kick:
+		}
+		n.mu.Lock()
+		names := n.pending
+		n.pending = nil
+		n.mu.Unlock()
+		if len(names) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := pgx.BeginFunc(ctx, n.s.pool, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue("SET LOCAL synchronous_commit = off")
+			b.Queue(sqlNotify, wakeChannel(n.s.schema), names)
+			return tx.SendBatch(ctx, b).Close()
+		})
+		cancel()
+		if err != nil && !n.s.closed() {
+			n.s.log.Debug("wake-up notification not sent", "queues", len(names), "err", err)
+		}
+	}
+}
+
+// stop waits for the loop to end; the store must be closing.
+func (n *notifier) stop() { <-n.done }

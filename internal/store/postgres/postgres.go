@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -80,6 +81,7 @@ type Store struct {
 	log     *slog.Logger
 	cache   *cache
 	pushes  *batcher
+	wakes   *notifier
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -116,6 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		closing: make(chan struct{}),
 	}
 	s.pushes = newBatcher(s, flushesInFlight)
+	s.wakes = newNotifier(s)
 	s.log.Info("postgres store open", "host", pcfg.ConnConfig.Host, "database", pcfg.ConnConfig.Database,
 		"pool", cfg.PoolSize)
 	return s, nil
@@ -147,6 +150,11 @@ func setRuntimeParams(cc *pgx.ConnConfig, cfg Config) {
 	cc.RuntimeParams["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
 	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
 	cc.RuntimeParams["TimeZone"] = "UTC"
+	// Plan every execution with the table sizes of the moment. Queue tables
+	// swing from empty to millions of rows between two ANALYZEs; a cached
+	// generic plan made while a table was empty scans it whole per row ever
+	// after (seen: ack resolution joining messages without its index).
+	cc.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = "queen-go"
 	}
@@ -172,6 +180,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		s.pushes.stop()
+		s.wakes.stop()
 		s.pool.Close()
 	})
 	return nil
@@ -198,6 +207,7 @@ type txn struct {
 	tx      pgx.Tx
 	s       *Store
 	learned []func(*cache)
+	wake    []string // queues to announce to other brokers after commit
 }
 
 // inTx runs fn in a READ COMMITTED transaction and commits it. Deadlocks,
@@ -251,7 +261,20 @@ func (s *Store) tryTx(ctx context.Context, fn func(t *txn) error) error {
 	for _, f := range t.learned {
 		f(s.cache)
 	}
+	if len(t.wake) > 0 {
+		s.wakes.send(t.wake)
+	}
 	return nil
+}
+
+// wakeAfterCommit records queues whose consumers other brokers should wake
+// once this transaction has committed.
+func (t *txn) wakeAfterCommit(queues ...string) {
+	for _, q := range queues {
+		if !slices.Contains(t.wake, q) {
+			t.wake = append(t.wake, q)
+		}
+	}
 }
 
 // learn records a cache update to publish after commit.

@@ -140,7 +140,7 @@ func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	b.Queue(sqlMessagesInsert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
 		rows.payload, rows.createdAt)
 	b.Queue(sqlLanesMarkReady, pids)
-	b.Queue(sqlNotify, queues)
+	t.wakeAfterCommit(queues...)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()
 	locked, err := pgx.CollectRows(must(br.Query()), pgx.RowTo[int64])

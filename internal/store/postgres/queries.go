@@ -100,7 +100,7 @@ const (
 			WHERE r.partition_id = ANY($1::bigint[]) AND NOT r.ready AND r.cursor < p.last_offset
 			ORDER BY 1, 2 FOR UPDATE OF r) r
 		WHERE l.partition_id = r.partition_id AND l.consumer_group = r.consumer_group`
-	sqlNotify = `SELECT pg_notify('queen_wake', n) FROM unnest($1::text[]) AS n`
+	sqlNotify = `SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n`
 )
 
 // Pop.
