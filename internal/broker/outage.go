@@ -17,8 +17,9 @@ type Spooler interface {
 	Replay(ctx context.Context, batch int, push func(context.Context, []store.PushItem) error) (int, error)
 }
 
-// replayBatch is how many spooled items one replayed push carries.
-const replayBatch = 100
+// replayBatch is how many spooled items one replayed push carries: large,
+// so that replay outpaces new pushes, which queue behind it in the spool.
+const replayBatch = 1000
 
 // MaintenanceStatus is what the maintenance routes report.
 type MaintenanceStatus struct {

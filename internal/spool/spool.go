@@ -41,10 +41,19 @@ const (
 type Spool struct {
 	dir string
 
-	mu      sync.Mutex // guards cur, seq; serialises appends and seals
+	mu      sync.Mutex // guards cur, seq, written; serialises writes and seals
 	cur     *os.File
 	seq     int
+	written int64        // appends written so far (not necessarily synced)
 	pending atomic.Int64 // records written and not yet replayed
+
+	// Group fsync: an append waits until an fsync that started after its
+	// write has finished, and at most one fsync runs at a time, so
+	// concurrent appends share one.
+	syncMu   sync.Mutex
+	syncCond *sync.Cond
+	syncing  bool
+	synced   int64 // appends known to be on disk
 
 	replayMu sync.Mutex // one replay at a time
 }
@@ -56,6 +65,7 @@ func Open(dir string) (*Spool, error) {
 		return nil, fmt.Errorf("spool: create %s: %w", dir, err)
 	}
 	s := &Spool{dir: dir}
+	s.syncCond = sync.NewCond(&s.syncMu)
 	open, err := filepath.Glob(filepath.Join(dir, "*"+openSuffix))
 	if err != nil {
 		return nil, err
@@ -83,7 +93,7 @@ func Open(dir string) (*Spool, error) {
 func (s *Spool) Pending() int64 { return s.pending.Load() }
 
 // Append writes items as one durable write: when it returns nil, the items
-// survive a crash.
+// survive a crash. Concurrent appends share fsyncs.
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
 	for i := range items {
@@ -95,23 +105,62 @@ func (s *Spool) Append(items []store.PushItem) error {
 		buf = append(buf, rec...)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.cur == nil {
 		s.seq++
 		name := filepath.Join(s.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), s.seq, openSuffix))
 		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 		if err != nil {
+			s.mu.Unlock()
 			return fmt.Errorf("spool: create segment: %w", err)
 		}
 		s.cur = f
 	}
 	if _, err := s.cur.Write(buf); err != nil {
+		s.mu.Unlock()
 		return fmt.Errorf("spool: write: %w", err)
 	}
-	if err := s.cur.Sync(); err != nil {
+	s.written++
+	mine := s.written
+	s.mu.Unlock()
+	if err := s.syncThrough(mine); err != nil {
 		return fmt.Errorf("spool: sync: %w", err)
 	}
 	s.pending.Add(int64(len(items)))
+	return nil
+}
+
+// syncThrough returns once append number n is on disk, running an fsync
+// itself unless one that covers n is already under way.
+func (s *Spool) syncThrough(n int64) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	for s.synced < n {
+		if s.syncing {
+			s.syncCond.Wait()
+			continue
+		}
+		s.syncing = true
+		s.syncMu.Unlock()
+		s.mu.Lock()
+		f, upTo := s.cur, s.written
+		s.mu.Unlock()
+		var err error
+		if f != nil {
+			err = f.Sync()
+		}
+		s.syncMu.Lock()
+		s.syncing = false
+		s.syncCond.Broadcast()
+		if err != nil {
+			if s.synced >= n {
+				return nil // a seal synced and closed the file meanwhile
+			}
+			return err
+		}
+		if upTo > s.synced {
+			s.synced = upTo
+		}
+	}
 	return nil
 }
 
@@ -123,6 +172,15 @@ func (s *Spool) seal() error {
 		return nil
 	}
 	name := s.cur.Name()
+	// Appends written to this segment may still be waiting for their fsync;
+	// sync here so that closing the file cannot leave them unsynced.
+	if err := s.cur.Sync(); err != nil {
+		return err
+	}
+	s.syncMu.Lock()
+	s.synced = max(s.synced, s.written)
+	s.syncCond.Broadcast()
+	s.syncMu.Unlock()
 	if err := s.cur.Close(); err != nil {
 		return err
 	}

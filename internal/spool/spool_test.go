@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/queen-go/queen/internal/store"
@@ -129,5 +130,38 @@ func TestTornTailIsIgnored(t *testing.T) {
 	}
 	if got := collect(t, s2, 10); len(got) != 2 {
 		t.Fatalf("replayed %d items, want the 2 complete ones", len(got))
+	}
+}
+
+func TestConcurrentAppendsShareFsyncsAndLoseNothing(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 20
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := s.Append(items(w*1000+i, 1)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	// Replays racing with the appends must not make an append fail.
+	replayed := 0
+	for range 5 {
+		n, err := s.Replay(context.Background(), 100, func(context.Context, []store.PushItem) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed += n
+	}
+	wg.Wait()
+	rest := collect(t, s, 100)
+	if got := replayed + len(rest); got != writers*each {
+		t.Fatalf("replayed %d records, want %d", got, writers*each)
 	}
 }
