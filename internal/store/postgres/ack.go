@@ -15,7 +15,7 @@ import (
 // AckMany commits a batch of acknowledgements in one transaction.
 func (s *Store) AckMany(ctx context.Context, p *store.AckManyParams) ([]store.AckResult, error) {
 	var out []store.AckResult
-	err := s.inTx(ctx, "ack", func(t *txn) error {
+	err := s.inRelaxedTx(ctx, "ack", func(t *txn) error {
 		var err error
 		out, err = t.ack(p.Acks, p.Now.UnixMilli())
 		return err
@@ -227,7 +227,7 @@ func (t *txn) createLanes(m newLanes, puuids, groups []string) (map[laneKey]lane
 // LeaseExtend renews every lane held by the lease, never shortening it.
 func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*store.LeaseExtendResult, error) {
 	var out *store.LeaseExtendResult
-	err := s.inTx(ctx, "extend lease", func(t *txn) error {
+	err := s.inRelaxedTx(ctx, "extend lease", func(t *txn) error {
 		out = &store.LeaseExtendResult{}
 		nowMs := p.Now.UnixMilli()
 		rows, _ := t.tx.Query(t.ctx, sqlLeaseExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs)

@@ -182,7 +182,7 @@ func (b *batcher) write(calls []*pushCall) error {
 		}
 	}
 	var res []store.PushResult
-	err := b.s.runTx(context.Background(), "push", func(t *txn) error {
+	err := b.s.runTx(context.Background(), "push", durable, func(t *txn) error {
 		var err error
 		res, err = t.push(entries)
 		return err

@@ -21,7 +21,7 @@ const maxPopRounds = 4
 // Pop claims lanes and reads their messages in one transaction.
 func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, error) {
 	var out *store.PopResult
-	err := s.inTx(ctx, "pop", func(t *txn) error {
+	err := s.inRelaxedTx(ctx, "pop", func(t *txn) error {
 		var err error
 		out, err = t.pop(p)
 		return err

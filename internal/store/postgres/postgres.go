@@ -217,13 +217,41 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(t *txn) error) erro
 	if s.closed() {
 		return store.ErrClosed
 	}
-	return s.runTx(ctx, op, fn)
+	return s.runTx(ctx, op, durable, fn)
 }
 
+// inRelaxedTx is inTx for transactions whose commit need not wait for its
+// WAL flush (see relaxed).
+func (s *Store) inRelaxedTx(ctx context.Context, op string, fn func(t *txn) error) error {
+	if s.closed() {
+		return store.ErrClosed
+	}
+	return s.runTx(ctx, op, relaxed, fn)
+}
+
+// durability selects how a transaction commits.
+type durability bool
+
+const (
+	// durable commits wait for the WAL flush (synchronous_commit as the
+	// server has it): pushes, transactions, queue changes.
+	durable durability = true
+	// relaxed commits do not wait for the WAL flush (synchronous_commit off
+	// for the transaction): pops, acks and lease extends. A database crash
+	// can lose the last fraction of a second of them, which only redelivers
+	// messages, as at-least-once delivery allows; in exchange consumers do
+	// not queue behind the fsyncs of pushes.
+	relaxed durability = false
+)
+
+// beginRelaxed opens a transaction whose commit does not wait for its WAL
+// flush, in the same round trip as BEGIN.
+const beginRelaxed = "BEGIN; SET LOCAL synchronous_commit = off"
+
 // runTx is inTx without the closed check, for the batcher's final flushes.
-func (s *Store) runTx(ctx context.Context, op string, fn func(t *txn) error) error {
+func (s *Store) runTx(ctx context.Context, op string, d durability, fn func(t *txn) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.tryTx(ctx, fn)
+		err := s.tryTx(ctx, d, fn)
 		if err == nil {
 			return nil
 		}
@@ -245,8 +273,12 @@ func (s *Store) runTx(ctx context.Context, op string, fn func(t *txn) error) err
 	}
 }
 
-func (s *Store) tryTx(ctx context.Context, fn func(t *txn) error) error {
-	tx, err := s.pool.Begin(ctx)
+func (s *Store) tryTx(ctx context.Context, d durability, fn func(t *txn) error) error {
+	opts := pgx.TxOptions{}
+	if d == relaxed {
+		opts.BeginQuery = beginRelaxed
+	}
+	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}

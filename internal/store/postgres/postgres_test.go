@@ -281,3 +281,24 @@ func percentile(d []time.Duration, p int) time.Duration {
 	}
 	return s[(len(s)-1)*p/100]
 }
+
+// TestRelaxedTransactionsSkipTheFlushWait checks that pops and acks really
+// commit without waiting for the WAL flush, and pushes really wait.
+func TestRelaxedTransactionsSkipTheFlushWait(t *testing.T) {
+	s := openStore(t, newSchema(t), 4)
+	for _, c := range []struct {
+		d    durability
+		want string
+	}{{relaxed, "off"}, {durable, "on"}} {
+		var got string
+		err := s.runTx(context.Background(), "probe", c.d, func(t *txn) error {
+			return t.tx.QueryRow(t.ctx, "SHOW synchronous_commit").Scan(&got)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("durability %v: synchronous_commit = %q inside the transaction, want %q", c.d, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: `go test ./...` plus a note on what was skipped.
+# Extra arguments go to go test (CI adds -race). The PostgreSQL engine's tests
+# run when QUEEN_TEST_DATABASE_URL names a database; `bash .ci/pg.sh` starts a
+# throw-away PostgreSQL 15 and prints such a URL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+status=0
+go test "$@" ./... || status=$?
+
+if [ -z "${QUEEN_TEST_DATABASE_URL:-}" ]; then
+  cat >&2 <<'NOTE'
+
+skipped: the PostgreSQL engine's tests (TestStore and TestAPI in internal/store/postgres, and every test in
+internal/e2e: two brokers on one database, cross-broker wake-up, outage, shared maintenance modes), because
+QUEEN_TEST_DATABASE_URL is not set. To run them too:
+    export QUEEN_TEST_DATABASE_URL=$(bash .ci/pg.sh | tail -n 1)
+    bash scripts/test.sh
+NOTE
+fi
+exit $status
