@@ -326,16 +326,6 @@ func jsonEqual(a, b []byte) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
-// mustJSON marshals v.
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("marshal %v: %v", v, err)
-	}
-	return data
-}
-
 // waitFor polls cond every 20 ms until it holds or timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
