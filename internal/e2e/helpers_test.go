@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,52 +17,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store/postgres"
+	"github.com/queen-go/queen/internal/store/postgres/pgtest"
 )
 
-const skipNoDB = "QUEEN_TEST_DATABASE_URL not set: start PostgreSQL with .ci/pg.sh and export the URL it prints"
+// testURL returns the test database URL or skips the test.
+func testURL(t testing.TB) string { return pgtest.URL(t) }
 
-// testURL returns the test database URL or skips the test (fails it when
-// QUEEN_REQUIRE_POSTGRES is set).
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("QUEEN_TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("QUEEN_REQUIRE_POSTGRES") != "" {
-			t.Fatal("QUEEN_REQUIRE_POSTGRES is set but QUEEN_TEST_DATABASE_URL is not: the PostgreSQL tests cannot run")
-		}
-		t.Skip(skipNoDB)
-	}
-	return u
-}
-
-// newSchema returns a fresh schema name and drops the schema at cleanup
-// (registered first, so it runs after the brokers and stores using it are
-// gone).
-func newSchema(t testing.TB) string {
-	t.Helper()
-	u := testURL(t)
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "qe2e_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+// newSchema returns a fresh schema, dropped when the test ends.
+func newSchema(t testing.TB) string { return pgtest.Schema(t, "qe2e_") }
 
 // logBuffer collects a broker's logs; they are printed only if the test
 // fails, so a passing run stays quiet.

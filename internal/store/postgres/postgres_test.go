@@ -2,62 +2,23 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queen-go/queen/internal/apitest"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/postgres/pgtest"
 	"github.com/queen-go/queen/internal/store/storetest"
 )
 
-const skipNoDB = "QUEEN_TEST_DATABASE_URL not set: start PostgreSQL with .ci/pg.sh and export the URL it prints"
-
 // testURL returns the test database URL or skips the test.
-func testURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv("QUEEN_TEST_DATABASE_URL")
-	if url == "" {
-		if os.Getenv("QUEEN_REQUIRE_POSTGRES") != "" {
-			t.Fatal("QUEEN_REQUIRE_POSTGRES is set but QUEEN_TEST_DATABASE_URL is not: the PostgreSQL tests cannot run")
-		}
-		t.Skip(skipNoDB)
-	}
-	return url
-}
+func testURL(t testing.TB) string { return pgtest.URL(t) }
 
-// newSchema returns a fresh schema name and drops the schema at cleanup
-// (registered first, so it runs after the stores using it are closed).
-func newSchema(t testing.TB) string {
-	t.Helper()
-	url := testURL(t)
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "qt_" + hex.EncodeToString(b)
-	t.Cleanup(func() { dropSchema(t, url, schema) })
-	return schema
-}
-
-func dropSchema(t testing.TB, url, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Errorf("drop schema %s: %v", schema, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		t.Errorf("drop schema %s: %v", schema, err)
-	}
-}
+// newSchema returns a fresh schema, dropped when the test ends.
+func newSchema(t testing.TB) string { return pgtest.Schema(t, "qt_") }
 
 // openStore opens a store on schema and closes it at cleanup.
 func openStore(t testing.TB, schema string, poolSize int) *Store {
