@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -118,8 +119,12 @@ func databaseURL(getenv func(string) string) string {
 			sslmode = "verify-full"
 		}
 	}
-	u := fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=%s",
-		urlEscape(or("PG_USER", "postgres")), urlEscape(or("PG_PASSWORD", "postgres")),
-		net.JoinHostPort(host, or("PG_PORT", "5432")), urlEscape(or("PG_DB", "postgres")), sslmode)
-	return u
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(or("PG_USER", "postgres"), or("PG_PASSWORD", "postgres")),
+		Host:     net.JoinHostPort(host, or("PG_PORT", "5432")),
+		Path:     "/" + or("PG_DB", "postgres"),
+		RawQuery: "sslmode=" + sslmode,
+	}
+	return u.String()
 }

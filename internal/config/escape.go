@@ -1,5 +1,0 @@
-package config
-
-import "net/url"
-
-func urlEscape(s string) string { return url.PathEscape(s) }
