@@ -110,6 +110,15 @@ func (b *Broker) Stop() {
 // Engine names the storage engine.
 func (b *Broker) Engine() string { return b.store.Engine() }
 
+// PoolStats reports the store's connection pool; a store without one (the
+// embedded engine has a single writer connection) reports a pool of one.
+func (b *Broker) PoolStats() store.PoolStats {
+	if r, ok := b.store.(store.PoolReporter); ok {
+		return r.PoolStats()
+	}
+	return store.PoolStats{Size: 1}
+}
+
 // Health reports whether the store is reachable.
 func (b *Broker) Health(ctx context.Context) error { return b.store.Ping(ctx) }
 

@@ -145,6 +145,7 @@ func (a *api) metricsJSON(w http.ResponseWriter, r *http.Request) {
 	runtime.ReadMemStats(&mem)
 	uptime := time.Since(a.metrics.Started).Seconds()
 	requests, messages := a.metrics.Totals()
+	pool := a.broker.PoolStats()
 	rate := func(n int64) float64 {
 		if uptime <= 0 {
 			return 0
@@ -155,7 +156,8 @@ func (a *api) metricsJSON(w http.ResponseWriter, r *http.Request) {
 		"uptime":   uptime,
 		"requests": map[string]any{"total": requests, "rate": rate(requests)},
 		"messages": map[string]any{"total": messages, "rate": rate(messages)},
-		"database": map[string]any{"engine": a.broker.Engine(), "poolSize": 1, "idleConnections": 0, "waitingRequests": 0},
+		"database": map[string]any{"engine": a.broker.Engine(), "poolSize": pool.Size,
+			"idleConnections": pool.Idle, "waitingRequests": 0},
 		"memory": map[string]any{"rss": mem.Sys, "heapTotal": mem.HeapSys, "heapUsed": mem.HeapAlloc,
 			"external": 0, "arrayBuffers": 0},
 		"cpu": map[string]any{"user": 0, "system": 0},

@@ -311,3 +311,14 @@ func (e *TxAbortError) Error() string { return e.Reason }
 type Notifier interface {
 	Listen(ctx context.Context, wake func(queues ...string)) error
 }
+
+// PoolStats describes a store's connection pool, for /metrics.
+type PoolStats struct {
+	Idle int // connections open and unused
+	Size int // the most connections the pool opens
+}
+
+// PoolReporter is implemented by stores with a connection pool.
+type PoolReporter interface {
+	PoolStats() PoolStats
+}

@@ -319,3 +319,9 @@ func (t *txn) execBatch(b *pgx.Batch) error {
 	}
 	return t.tx.SendBatch(t.ctx, b).Close()
 }
+
+// PoolStats reports the pgx pool for /metrics.
+func (s *Store) PoolStats() store.PoolStats {
+	st := s.pool.Stat()
+	return store.PoolStats{Size: int(st.MaxConns()), Idle: int(st.IdleConns())}
+}
