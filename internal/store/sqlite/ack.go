@@ -91,7 +91,7 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 			}
 		}
 		if st != before {
-			if err := t.saveLane(la.part.id, la.group, &st, 0); err != nil {
+			if err := t.saveLane(la.part.id, la.group, la.part.queue.id, &st, 0); err != nil {
 				return nil, err
 			}
 		}

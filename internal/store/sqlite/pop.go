@@ -22,11 +22,11 @@ func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, 
 	return out, err
 }
 
-// candidate is a lane that may have deliverable messages.
+// candidate is a ready lane that may have deliverable messages.
 type candidate struct {
-	part   *partitionRow
-	exists bool // the lane has a row
-	state  lane.State
+	part       *partitionRow
+	lastOffset int64 // the partition's
+	state      lane.State
 }
 
 func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
@@ -50,6 +50,9 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 		if q == nil {
 			continue
 		}
+		if err := t.join(q, p); err != nil {
+			return nil, err
+		}
 		var pinned int64
 		if p.Partition != "" {
 			part, err := t.existingPartition(q, p.Partition)
@@ -63,10 +66,6 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		from, err := t.subscription(q, p)
-		if err != nil {
-			return nil, err
-		}
 		tried := make(map[int64]bool, len(cands))
 		for {
 			for i := range cands {
@@ -74,7 +73,7 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 					continue
 				}
 				tried[cands[i].part.id] = true
-				msgs, err := t.claim(q, &cands[i], p, budget, from)
+				msgs, err := t.claim(q, &cands[i], p, budget)
 				if err != nil {
 					return nil, err
 				}
@@ -88,11 +87,12 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 					return res, nil
 				}
 			}
-			// A full list whose lanes were all empty (messages still inside
-			// delayedProcessing, cursors seeded past old messages) must not
-			// hide the lanes after it: walk the rest until candidates run
-			// out, as Queen does (message-plane.md §4.5: a LIMIT caused
-			// starvation). LIMIT -1 is SQLite for no limit.
+			// A full list whose lanes were all empty (rare: the query skips
+			// lanes whose head is still inside delayedProcessing, and ready
+			// is exact) must not hide the lanes after it: walk the rest
+			// until candidates run out, as Queen does (message-plane.md
+			// §4.5: a LIMIT caused starvation). LIMIT -1 is SQLite for no
+			// limit.
 			if limit < 0 || len(cands) < limit {
 				break
 			}
@@ -122,11 +122,21 @@ func (t *txn) queuesMatching(namespace, task string) ([]string, error) {
 	return names, rows.Err()
 }
 
-// candidates lists the lanes of q worth trying, or just the pinned one.
+// candidates lists the ready lanes of q worth trying, or just the pinned one.
 func (t *txn) candidates(q *queueRow, p *store.PopParams, pinned int64, limit int) ([]candidate, error) {
 	nowMs := p.Now.UnixMilli()
 	settled := nowMs - int64(q.opts.WindowBuffer)*1000
-	rows, err := t.query(sqlLaneCandidates, p.ConsumerGroup, q.id, nowMs, settled, limit, pinned)
+	var rows *sql.Rows
+	var err error
+	if pinned != 0 {
+		rows, err = t.query(sqlLanePinned, p.ConsumerGroup, nowMs, settled, pinned)
+	} else {
+		var due int64 // 0: no delay
+		if q.opts.DelayedProcessing > 0 {
+			due = nowMs - int64(q.opts.DelayedProcessing)*1000
+		}
+		rows, err = t.query(sqlLaneCandidates, q.id, p.ConsumerGroup, nowMs, settled, limit, due)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list lanes: %w", err)
 	}
@@ -134,7 +144,7 @@ func (t *txn) candidates(q *queueRow, p *store.PopParams, pinned int64, limit in
 	var out []candidate
 	for rows.Next() {
 		c := candidate{part: &partitionRow{queue: q}}
-		if err := rows.Scan(&c.part.id, &c.part.uuid, &c.part.name, &c.exists, &c.state.Cursor,
+		if err := rows.Scan(&c.part.id, &c.part.uuid, &c.part.name, &c.lastOffset, &c.state.Cursor,
 			&c.state.LeaseID, &c.state.LeaseExpiresAt, &c.state.BatchEnd, &c.state.HeadAttempts); err != nil {
 			return nil, err
 		}
@@ -143,44 +153,41 @@ func (t *txn) candidates(q *queueRow, p *store.PopParams, pinned int64, limit in
 	return out, rows.Err()
 }
 
-// subscription returns where group p.ConsumerGroup starts reading q, as Unix
-// ms (0 = from the beginning), recording the group's subscription on its
-// first pop from q.
-func (t *txn) subscription(q *queueRow, p *store.PopParams) (int64, error) {
-	if p.ConsumerGroup == store.QueueMode {
-		return 0, nil
-	}
+// join records group p.ConsumerGroup's first pop from q and creates its
+// lanes on every partition of q, seeded from its subscription (queue mode,
+// recorded as a group too, always reads from the beginning). Partitions
+// created later get their lanes when they are created, read from their
+// beginning.
+func (t *txn) join(q *queueRow, p *store.PopParams) error {
 	key := groupKey{q.id, p.ConsumerGroup}
-	if from, ok := t.cache.groups[key]; ok {
-		return from, nil
+	if _, ok := t.cache.groups[key]; ok {
+		return nil
 	}
 	var from int64
 	err := t.queryRow(sqlGroupGet, q.id, p.ConsumerGroup).Scan(&from)
 	if errors.Is(err, sql.ErrNoRows) {
-		if p.Subscription.Mode == store.SubscribeFrom {
+		if p.ConsumerGroup != store.QueueMode && p.Subscription.Mode == store.SubscribeFrom {
 			from = p.Subscription.From.UnixMilli()
 		}
 		if _, err := t.exec(sqlGroupInsert, q.id, p.ConsumerGroup, from, p.Now.UnixMilli()); err != nil {
-			return 0, fmt.Errorf("record consumer group: %w", err)
+			return fmt.Errorf("record consumer group: %w", err)
+		}
+		if _, err := t.exec(sqlJoinLanes, q.id, p.ConsumerGroup, from); err != nil {
+			return fmt.Errorf("create lanes: %w", err)
 		}
 	} else if err != nil {
-		return 0, fmt.Errorf("read consumer group: %w", err)
+		return fmt.Errorf("read consumer group: %w", err)
 	}
 	t.cache.groups[key] = from
-	return from, nil
+	return nil
 }
 
 // claim settles a stale lease on the lane, reads up to budget visible
 // messages after its cursor and leases them (or commits them, for autoAck).
-func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int, from int64) ([]store.Message, error) {
+func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int) ([]store.Message, error) {
 	nowMs := p.Now.UnixMilli()
 	st := &c.state
-	dirty := !c.exists
-	if !c.exists && from > 0 {
-		if err := t.queryRow(sqlMessageSeedCursor, c.part.id, from).Scan(&st.Cursor); err != nil {
-			return nil, fmt.Errorf("seed cursor: %w", err)
-		}
-	}
+	dirty := false
 	if st.Stale(nowMs) {
 		var head int64
 		err := t.queryRow(sqlMessageHead, c.part.id, st.Cursor).Scan(&head)
@@ -232,15 +239,21 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int, f
 		}
 	}
 	if dirty {
-		if err := t.saveLane(c.part.id, p.ConsumerGroup, st, claimedAt); err != nil {
+		if err := t.saveLane(c.part.id, p.ConsumerGroup, q.id, st, claimedAt); err != nil {
 			return nil, err
+		}
+	} else if st.Cursor >= c.lastOffset {
+		if _, err := t.exec(sqlLaneSettle, c.part.id, p.ConsumerGroup, c.lastOffset); err != nil {
+			return nil, fmt.Errorf("settle lane: %w", err)
 		}
 	}
 	return msgs, nil
 }
 
-func (t *txn) saveLane(partitionID int64, group string, st *lane.State, claimedAt int64) error {
-	_, err := t.exec(sqlLaneUpsert, partitionID, group, st.Cursor, nullString(st.LeaseID),
+// saveLane writes a lane's state and whether it is ready (has messages after
+// its cursor), creating its row if needed.
+func (t *txn) saveLane(partitionID int64, group string, queueID int64, st *lane.State, claimedAt int64) error {
+	_, err := t.exec(sqlLaneUpsert, partitionID, group, queueID, st.Cursor, nullString(st.LeaseID),
 		st.LeaseExpiresAt, st.BatchEnd, st.HeadAttempts, claimedAt)
 	if err != nil {
 		return fmt.Errorf("save lane: %w", err)

@@ -71,6 +71,9 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 		if _, err := t.exec(sqlPartitionAdvance, a.last, nowMs, a.id); err != nil {
 			return nil, fmt.Errorf("advance partition: %w", err)
 		}
+		if _, err := t.exec(sqlLanesMarkReady, a.id); err != nil {
+			return nil, fmt.Errorf("mark lanes ready: %w", err)
+		}
 	}
 	return out, nil
 }

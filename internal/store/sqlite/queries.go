@@ -35,39 +35,79 @@ const (
 		FROM messages WHERE partition_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`
 	sqlMessageHead = `SELECT seq FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT 1`
-	// A group's starting cursor on a lane: the last message at or before its
-	// subscription time.
-	sqlMessageSeedCursor = `SELECT COALESCE(max(seq), 0) FROM messages WHERE partition_id = ? AND created_at <= ?`
 
 	sqlLaneGet = `SELECT cursor, lease_id, lease_expires_at, batch_end, head_attempts
 		FROM lanes WHERE partition_id = ? AND consumer_group = ?`
+	// Save a lane's state; ready is recomputed from the partition's last
+	// offset (exact: the single writer serialises pushes with this).
 	sqlLaneUpsert = `INSERT INTO lanes
-		(partition_id, consumer_group, cursor, lease_id, lease_expires_at, batch_end, head_attempts, last_claimed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		(partition_id, consumer_group, queue_id, cursor, lease_id, lease_expires_at, batch_end, head_attempts,
+			last_claimed_at, ready)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
+			COALESCE((SELECT last_offset FROM partitions WHERE id = ?1), 0) > ?4)
 		ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
 			cursor = excluded.cursor, lease_id = excluded.lease_id,
 			lease_expires_at = excluded.lease_expires_at, batch_end = excluded.batch_end,
 			head_attempts = excluded.head_attempts,
-			last_claimed_at = max(lanes.last_claimed_at, excluded.last_claimed_at)`
-	// Lanes of a queue (or the one lane ?6) that have unread messages and no
-	// live lease and are outside the window buffer (?4), least
-	// recently claimed first so that concurrent consumers spread over the
-	// queue. A lane the group never read has no row and counts as unread.
-	sqlLaneCandidates = `SELECT p.id, p.uuid, p.name,
-			l.partition_id IS NOT NULL, COALESCE(l.cursor, 0), COALESCE(l.lease_id, ''),
-			COALESCE(l.lease_expires_at, 0), COALESCE(l.batch_end, 0), COALESCE(l.head_attempts, 0)
-		FROM partitions p
-		LEFT JOIN lanes l ON l.partition_id = p.id AND l.consumer_group = ?1
-		WHERE p.queue_id = ?2 AND (?6 = 0 OR p.id = ?6)
-		  AND p.last_offset > COALESCE(l.cursor, 0)
+			last_claimed_at = max(lanes.last_claimed_at, excluded.last_claimed_at),
+			ready = excluded.ready`
+	// Clear ready on a lane whose cursor has reached the partition's last
+	// offset (?3).
+	sqlLaneSettle = `UPDATE lanes SET ready = 0
+		WHERE partition_id = ?1 AND consumer_group = ?2 AND ready AND cursor >= ?3`
+	// A push wrote partition ?1: its lanes now have unread messages.
+	sqlLanesMarkReady = `UPDATE lanes SET ready = 1 WHERE partition_id = ? AND NOT ready`
+	// A new partition (?1 of queue ?2) gets a lane for every group that has
+	// joined the queue, read from its beginning.
+	sqlLanesForPartition = `INSERT INTO lanes (partition_id, consumer_group, queue_id)
+		SELECT ?1, consumer_group, ?2 FROM consumer_groups WHERE queue_id = ?2
+		ON CONFLICT (partition_id, consumer_group) DO NOTHING`
+	// A group's first pop from queue ?1: lanes for every partition, seeded
+	// from the subscription time ?3 (0 = from the beginning): after the last
+	// message created at or before it. Lanes that already exist (acked
+	// before the group ever popped) keep their state.
+	sqlJoinLanes = `WITH s AS MATERIALIZED (
+			SELECT p.id, p.last_offset, CASE
+				WHEN ?3 = 0 THEN 0
+				WHEN p.last_message_at <= ?3 THEN p.last_offset
+				ELSE COALESCE((SELECT max(m.seq) FROM messages m
+					WHERE m.partition_id = p.id AND m.created_at <= ?3), 0)
+				END AS c
+			FROM partitions p WHERE p.queue_id = ?1)
+		INSERT INTO lanes (partition_id, consumer_group, queue_id, cursor, ready)
+		SELECT id, ?2, ?1, c, last_offset > c FROM s
+		WHERE true
+		ON CONFLICT (partition_id, consumer_group) DO NOTHING`
+	// Ready lanes of queue ?1 for group ?2 with no live lease (?3 = now),
+	// outside the window buffer (?4), least recently claimed first: a range
+	// of the partial index lanes_ready, so the cost does not grow with the
+	// number of partitions or with acked history. On a queue with
+	// delayedProcessing (?6 > 0) the head message must be due by ?6, so that
+	// lanes holding only delayed messages do not crowd out due ones.
+	sqlLaneCandidates = `SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, COALESCE(l.lease_id, ''),
+			l.lease_expires_at, l.batch_end, l.head_attempts
+		FROM lanes l INDEXED BY lanes_ready JOIN partitions p ON p.id = l.partition_id
+		WHERE l.queue_id = ?1 AND l.consumer_group = ?2 AND l.ready
 		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?3)
 		  AND p.last_message_at <= ?4
-		ORDER BY COALESCE(l.last_claimed_at, 0)
+		  AND (?6 = 0 OR (SELECT m.created_at FROM messages m
+			WHERE m.partition_id = l.partition_id AND m.seq > l.cursor ORDER BY m.seq LIMIT 1) <= ?6)
+		ORDER BY l.last_claimed_at
 		LIMIT ?5`
+	// The same for one partition (?4) and group ?1; ?2 = now, ?3 = the
+	// window buffer's bound.
+	sqlLanePinned = `SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, COALESCE(l.lease_id, ''),
+			l.lease_expires_at, l.batch_end, l.head_attempts
+		FROM lanes l JOIN partitions p ON p.id = l.partition_id
+		WHERE l.partition_id = ?4 AND l.consumer_group = ?1 AND l.ready
+		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?2)
+		  AND p.last_message_at <= ?3`
 	sqlLaneExtend = `UPDATE lanes SET lease_expires_at = max(lease_expires_at, ?)
 		WHERE lease_id = ? AND lease_expires_at > ? RETURNING lease_expires_at`
 	sqlLeaseLive = `SELECT count(*) FROM lanes WHERE lease_id = ? AND lease_expires_at > ?`
 
+	// Groups that have joined a queue (queue mode included, from 0): their
+	// first pop created their lanes.
 	sqlGroupGet    = `SELECT subscribed_from FROM consumer_groups WHERE queue_id = ? AND consumer_group = ?`
 	sqlGroupInsert = `INSERT INTO consumer_groups (queue_id, consumer_group, subscribed_from, created_at)
 		VALUES (?, ?, ?, ?)`
@@ -98,8 +138,9 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 	for _, q := range []string{
 		sqlQueueByName, sqlQueueInsert, sqlQueueUpdate, sqlQueuesMatching,
 		sqlPartitionByName, sqlPartitionByUUID, sqlPartitionInsert, sqlPartitionAdvance,
-		sqlMessageInsert, sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead, sqlMessageSeedCursor,
-		sqlLaneGet, sqlLaneUpsert, sqlLaneCandidates, sqlLaneExtend, sqlLeaseLive,
+		sqlMessageInsert, sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
+		sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
+		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 	} {
 		s, err := db.PrepareContext(ctx, q)

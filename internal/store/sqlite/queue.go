@@ -108,7 +108,8 @@ func (t *txn) queue(name, namespace, task string, now time.Time) (*queueRow, err
 	return q, nil
 }
 
-// partition returns the named partition of q, creating it if needed.
+// partition returns the named partition of q, creating it if needed with a
+// lane for every group that has joined q.
 func (t *txn) partition(q *queueRow, name string, now time.Time) (*partitionRow, error) {
 	if p, ok := t.cache.partitions[partitionKey{q.id, name}]; ok {
 		return p, nil
@@ -123,6 +124,9 @@ func (t *txn) partition(q *queueRow, name string, now time.Time) (*partitionRow,
 		}
 		if p.id, err = res.LastInsertId(); err != nil {
 			return nil, err
+		}
+		if _, err := t.exec(sqlLanesForPartition, p.id, q.id); err != nil {
+			return nil, fmt.Errorf("create lanes: %w", err)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("read partition: %w", err)

@@ -116,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, db); err != nil {
+	if err := migrate(ctx, db, 0); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -343,8 +343,9 @@ func (s *Store) failAll(jobs []*job, err error) {
 }
 
 // migrate applies the embedded migrations that the database has not seen,
-// in version order, each in its own transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
+// in version order, each in its own transaction; last > 0 stops after that
+// version (tests build databases of older schema versions with it).
+func migrate(ctx context.Context, db *sql.DB, last int) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
@@ -359,6 +360,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
 		if err != nil {
 			return fmt.Errorf("migration %s: bad version prefix", base)
+		}
+		if last > 0 && version > last {
+			break
 		}
 		var seen int
 		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", version).Scan(&seen); err != nil {
