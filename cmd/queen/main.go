@@ -47,7 +47,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		case "bench":
 			return bench.Main(ctx, args[1:], os.Stdout, stderr)
 		case "serve":
-			args = args[1:]
+			if len(args) > 1 {
+				return fmt.Errorf("serve takes no arguments: configure it with environment variables (see README.md)")
+			}
 		default:
 			return fmt.Errorf("unknown command %q (commands: serve, bench)", args[0])
 		}
