@@ -33,7 +33,9 @@ func startBroker(t *testing.T) string {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// More than 5 s: Shutdown waits that long for a connection the
+		// client opened but never used.
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			t.Errorf("shutdown: %v", err)

@@ -38,6 +38,19 @@ type cache struct {
 	partitions map[partitionKey]*partitionRow
 	byUUID     map[string]*partitionRow
 	groups     map[groupKey]int64 // subscribed_from
+
+	// lastClaim is the claim order last written to lanes.last_claimed_at.
+	// It survives reset: it only ever grows, so a rolled-back claim merely
+	// skips a number.
+	lastClaim int64
+}
+
+// nextClaim returns a claim order greater than every earlier one: the claim
+// time in microseconds, bumped past the previous claim when two fall in the
+// same microsecond, so that "least recently claimed first" has no ties.
+func (c *cache) nextClaim(nowMs int64) int64 {
+	c.lastClaim = max(nowMs*1000, c.lastClaim+1)
+	return c.lastClaim
 }
 
 func newCache() *cache {

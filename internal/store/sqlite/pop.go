@@ -231,7 +231,7 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int) (
 	}
 	claimedAt := int64(0)
 	if len(msgs) > 0 {
-		claimedAt, dirty = nowMs, true
+		claimedAt, dirty = t.cache.nextClaim(nowMs), true
 		if p.AutoAck {
 			st.Commit(last)
 		} else {
