@@ -24,7 +24,10 @@ type partKey struct {
 // Ids are never reused, so an entry can only go stale when another broker
 // deletes the queue; the push then finds the partition row missing (or the
 // partition insert fails its foreign key) and retries with an empty cache.
-// Queue options are never cached: another broker may reconfigure them.
+// Pops use the cached queue id too: their claim statement finds no queue
+// row for a deleted queue's id and the pop then looks the name up again.
+// Queue options are never cached: another broker may reconfigure them, so
+// the claim statement reads them afresh.
 type cache struct {
 	mu     sync.RWMutex
 	queues map[string]queueRef

@@ -58,8 +58,10 @@ func (w *laneWrites) wakeQueue(name string) {
 	}
 }
 
-// writeLanes sends the collected writes in one round trip. The lanes must
-// already be locked by this transaction.
+// writeLanes sends the collected writes in one round trip, or, in a
+// relaxed transaction, queues them to go out with COMMIT. The lanes must
+// already be locked by this transaction, and nothing the transaction does
+// afterwards may depend on the writes.
 func (t *txn) writeLanes(w *laneWrites) error {
 	b := &pgx.Batch{}
 	if len(w.pid) > 0 {
@@ -72,6 +74,11 @@ func (t *txn) writeLanes(w *laneWrites) error {
 		b.Queue(sqlLanesSettle, w.settlePid, w.settleGroup)
 	}
 	t.wakeAfterCommit(w.wake...)
+	if t.deferWrites {
+		// They go out with COMMIT (see tryTx); their errors surface there.
+		t.final.QueuedQueries = append(t.final.QueuedQueries, b.QueuedQueries...)
+		return nil
+	}
 	if err := t.execBatch(b); err != nil {
 		return fmt.Errorf("write lanes: %w", err)
 	}

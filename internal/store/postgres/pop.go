@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,7 +17,10 @@ import (
 // still delayed, or a lane still marked ready after being drained).
 const maxPopRounds = 4
 
-// Pop claims lanes and reads their messages in one transaction.
+// Pop claims lanes and reads their messages in one transaction: in the
+// steady state two round trips, BEGIN with one statement that refreshes the
+// queue's options, locks candidate lanes and reads their messages, then the
+// lane writes with COMMIT (see lazyTx).
 func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, error) {
 	var out *store.PopResult
 	err := s.inRelaxedTx(ctx, "pop", func(t *txn) error {
@@ -38,7 +40,8 @@ type popState struct {
 	res    *store.PopResult
 }
 
-// popQueue is what a pop needs of a queues row.
+// popQueue is what a pop needs of a queues row: of its options only
+// WindowBuffer, DelayedProcessing, RetryLimit and LeaseTime are read.
 type popQueue struct {
 	id   int64
 	name string
@@ -66,91 +69,124 @@ func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
 	if p.Partition != "" {
 		ps.lanes = 1
 	}
-	names := []string{p.Queue}
-	if p.Queue == "" {
-		var err error
-		if names, err = t.queuesMatching(p.Namespace, p.Task); err != nil {
-			return nil, err
-		}
+	if p.Queue != "" {
+		return ps.res, t.popFrom(ps, p.Queue, 0)
 	}
-	for _, name := range names {
+	queues, err := t.queuesMatching(p.Namespace, p.Task)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queues {
 		if ps.budget == 0 || ps.lanes == 0 {
 			break
 		}
-		if err := t.popFrom(ps, name); err != nil {
+		if err := t.popFrom(ps, q.name, q.id); err != nil {
 			return nil, err
 		}
 	}
 	return ps.res, nil
 }
 
-func (t *txn) queuesMatching(namespace, task string) ([]string, error) {
+// namedQueue is a queue matched by a namespace/task pop.
+type namedQueue struct {
+	name string
+	id   int64
+}
+
+func (t *txn) queuesMatching(namespace, task string) ([]namedQueue, error) {
 	rows, _ := t.tx.Query(t.ctx, sqlQueuesMatching, namespace, task)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var out []namedQueue
+	var q namedQueue
+	_, err := pgx.ForEachRow(rows, []any{&q.name, &q.id}, func() error {
+		out = append(out, q)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("match queues: %w", err)
 	}
-	return names, nil
+	return out, nil
 }
 
-// popFrom claims lanes of one queue: join the group on its first pop, then
-// ask for candidate lanes until the pop is satisfied or none are left.
-func (t *txn) popFrom(ps *popState, name string) error {
-	q, joined, err := t.queueForPop(name, ps.p.ConsumerGroup)
-	if err != nil || q == nil {
-		return err
-	}
-	if !joined {
-		if err := t.join(q, ps); err != nil {
+// popFrom claims lanes of one queue (id 0: look it up by name, through the
+// cache): ask for candidate lanes and their messages until the pop is
+// satisfied or none are left, joining the group on its first pop.
+func (t *txn) popFrom(ps *popState, name string, id int64) error {
+	fromCache := false
+	if id == 0 {
+		var err error
+		if id, fromCache, err = t.queueID(name); err != nil || id == 0 {
 			return err
 		}
 	}
+	q := &popQueue{id: id, name: name}
 	w := &laneWrites{}
 	tried := []int64{}
 	rounds := maxPopRounds
 	if ps.p.Partition != "" {
 		rounds = 1
 	}
+	joined := false
 	for r := 0; r < rounds && ps.budget > 0 && ps.lanes > 0; r++ {
-		cands, err := t.candidates(q, ps, tried)
+		cr, err := t.claimRead(q, ps, tried)
 		if err != nil {
 			return err
 		}
-		if len(cands) == 0 {
+		if !cr.found {
+			if r == 0 && fromCache {
+				// The cached id is gone: another broker deleted the queue
+				// (and may have created it again).
+				t.s.cache.forgetQueue(name)
+				fromCache = false
+				if q.id, _, err = t.queueID(name); err != nil || q.id == 0 {
+					return err
+				}
+				r--
+				continue
+			}
 			break
 		}
-		msgs, err := t.messagesAfter(cands, ps.budget+1)
-		if err != nil {
-			return err
+		if !cr.joined {
+			if joined {
+				break // cannot happen: the join is visible to later statements
+			}
+			if err := t.join(q, ps); err != nil {
+				return err
+			}
+			joined = true
+			r--
+			continue
 		}
-		for i := range cands {
-			c := &cands[i]
+		if len(cr.cands) == 0 {
+			break
+		}
+		for i := range cr.cands {
+			c := &cr.cands[i]
 			tried = append(tried, c.partitionID)
 			if ps.budget > 0 && ps.lanes > 0 {
-				t.claim(q, c, msgs[c.partitionID], ps, w)
+				t.claim(q, c, cr.msgs[c.partitionID], ps, w)
 			}
 		}
 	}
 	return t.writeLanes(w)
 }
 
-// queueForPop reads the queue's options (fresh: another broker may have
-// reconfigured it) and whether the group has joined it; nil if no queue.
-func (t *txn) queueForPop(name, group string) (*popQueue, bool, error) {
-	q := &popQueue{name: name}
-	var opts []byte
-	var joined bool
-	err := t.tx.QueryRow(t.ctx, sqlQueueForPop, name, group).Scan(&q.id, &opts, &joined)
+// queueID returns the id of the queue called name, 0 if there is none, and
+// whether it came from the cache. Ids are never reused: a cached id either
+// names the queue or no row at all (claimRead then finds no queue).
+func (t *txn) queueID(name string) (int64, bool, error) {
+	if ref, ok := t.s.cache.queue(name); ok {
+		return ref.id, true, nil
+	}
+	var ref queueRef
+	err := t.tx.QueryRow(t.ctx, sqlQueueByName, name).Scan(&ref.id, &ref.uuid)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read queue: %w", err)
+		return 0, false, fmt.Errorf("read queue: %w", err)
 	}
-	if err := json.Unmarshal(opts, &q.opts); err != nil {
-		return nil, false, fmt.Errorf("queue %q options: %w", name, err)
-	}
-	return q, joined, nil
+	t.learn(func(c *cache) { c.putQueue(name, ref) })
+	return ref.id, false, nil
 }
 
 // join records the group's first pop from q and creates its lanes, seeded
@@ -173,59 +209,57 @@ func (t *txn) join(q *popQueue, ps *popState) error {
 	return nil
 }
 
-// candidates locks up to ps.lanes claimable lanes of q not tried yet (or the
-// pinned lane).
-func (t *txn) candidates(q *popQueue, ps *popState, tried []int64) ([]candidate, error) {
-	settled := ps.nowMs - int64(q.opts.WindowBuffer)*1000
+// claimed is what one claim-and-read statement returned.
+type claimed struct {
+	found  bool // the queue exists
+	joined bool // the group has joined it
+	cands  []candidate
+	msgs   map[int64][]fetched
+}
+
+// claimRead locks up to ps.lanes claimable lanes of q not tried yet (or the
+// pinned lane) and reads up to ps.budget+1 messages after each one's
+// cursor, in one statement that also refreshes q's options.
+func (t *txn) claimRead(q *popQueue, ps *popState, tried []int64) (*claimed, error) {
 	var rows pgx.Rows
+	limit := ps.budget + 1
 	if ps.p.Partition != "" {
-		rows, _ = t.tx.Query(t.ctx, sqlLanePinned, q.id, ps.p.ConsumerGroup, ps.nowMs, settled, ps.p.Partition)
+		rows, _ = t.tx.Query(t.ctx, sqlPopClaimPinned, q.id, ps.p.ConsumerGroup, ps.nowMs, ps.p.Partition, limit)
 	} else {
-		var due int64 // 0: no delay
-		if q.opts.DelayedProcessing > 0 {
-			due = ps.nowMs - int64(q.opts.DelayedProcessing)*1000
-		}
-		rows, _ = t.tx.Query(t.ctx, sqlLaneCandidates, q.id, ps.p.ConsumerGroup, ps.nowMs, settled, tried,
-			ps.lanes, due)
+		rows, _ = t.tx.Query(t.ctx, sqlPopClaim, q.id, ps.p.ConsumerGroup, ps.nowMs, tried, ps.lanes, limit)
 	}
-	var out []candidate
+	out := &claimed{}
+	var windowBuffer, delayed, retryLimit, leaseTime int64
 	var c candidate
-	_, err := pgx.ForEachRow(rows, []any{&c.partitionID, &c.uuid, &c.name, &c.lastOffset, &c.state.Cursor,
-		&c.state.LeaseID, &c.state.LeaseExpiresAt, &c.state.BatchEnd, &c.state.HeadAttempts}, func() error {
-		out = append(out, c)
+	var f fetched
+	_, err := pgx.ForEachRow(rows, []any{&windowBuffer, &delayed, &retryLimit, &leaseTime, &out.joined,
+		&c.partitionID, &c.uuid, &c.name, &c.lastOffset, &c.state.Cursor, &c.state.LeaseID,
+		&c.state.LeaseExpiresAt, &c.state.BatchEnd, &c.state.HeadAttempts,
+		&f.seq, &f.msg.ID, &f.msg.TransactionID, &f.msg.TraceID, &f.msg.ProducerSub, &f.msg.Payload,
+		&f.createdAt}, func() error {
+		out.found = true
+		if c.partitionID == 0 {
+			return nil
+		}
+		if n := len(out.cands); n == 0 || out.cands[n-1].partitionID != c.partitionID {
+			out.cands = append(out.cands, c)
+		}
+		if f.seq != 0 {
+			if out.msgs == nil {
+				out.msgs = make(map[int64][]fetched)
+			}
+			m := f
+			m.msg.CreatedAt = time.UnixMilli(f.createdAt).UTC()
+			m.msg.PartitionID, m.msg.Partition = c.uuid, c.name
+			out.msgs[c.partitionID] = append(out.msgs[c.partitionID], m)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim lanes: %w", err)
 	}
-	return out, nil
-}
-
-// messagesAfter reads up to limit messages after each candidate's cursor,
-// for all candidates in one query.
-func (t *txn) messagesAfter(cands []candidate, limit int) (map[int64][]fetched, error) {
-	ids, cursors := make([]int64, len(cands)), make([]int64, len(cands))
-	byID := make(map[int64]*candidate, len(cands))
-	for i := range cands {
-		ids[i], cursors[i] = cands[i].partitionID, cands[i].state.Cursor
-		byID[ids[i]] = &cands[i]
-	}
-	rows, _ := t.tx.Query(t.ctx, sqlMessagesAfter, ids, cursors, limit)
-	out := make(map[int64][]fetched, len(cands))
-	var pid int64
-	var f fetched
-	_, err := pgx.ForEachRow(rows, []any{&pid, &f.seq, &f.msg.ID, &f.msg.TransactionID, &f.msg.TraceID,
-		&f.msg.ProducerSub, &f.msg.Payload, &f.createdAt}, func() error {
-		c := byID[pid]
-		m := f
-		m.msg.CreatedAt = time.UnixMilli(f.createdAt).UTC()
-		m.msg.PartitionID, m.msg.Partition = c.uuid, c.name
-		out[pid] = append(out[pid], m)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read messages: %w", err)
-	}
+	q.opts = store.QueueOptions{WindowBuffer: int(windowBuffer), DelayedProcessing: int(delayed),
+		RetryLimit: int(retryLimit), LeaseTime: int(leaseTime)}
 	return out, nil
 }
 
@@ -266,7 +300,7 @@ func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *
 		} else {
 			st.Claim(ps.p.LeaseID, ps.nowMs+q.opts.LeaseDuration().Milliseconds(), last)
 		}
-		claimedAt, dirty = ps.nowMs, true
+		claimedAt, dirty = t.s.nextClaim(ps.nowMs), true
 		ps.budget -= n
 		ps.lanes--
 	}

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,7 +82,9 @@ type Store struct {
 	log     *slog.Logger
 	cache   *cache
 	pushes  *batcher
-	wakes   *notifier
+	// lastClaim is the last claim order handed out by nextClaim.
+	lastClaim atomic.Int64
+	wakes     *notifier
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -208,6 +211,11 @@ type txn struct {
 	s       *Store
 	learned []func(*cache)
 	wake    []string // queues to announce to other brokers after commit
+	// deferWrites sends the writes of writeLanes with COMMIT (in final)
+	// rather than at once; set on lazyTx transactions, whose lane writes are
+	// their last statements.
+	deferWrites bool
+	final       pgx.Batch
 }
 
 // inTx runs fn in a READ COMMITTED transaction and commits it. Deadlocks,
@@ -244,10 +252,6 @@ const (
 	relaxed durability = false
 )
 
-// beginRelaxed opens a transaction whose commit does not wait for its WAL
-// flush, in the same round trip as BEGIN.
-const beginRelaxed = "BEGIN; SET LOCAL synchronous_commit = off"
-
 // runTx is inTx without the closed check, for the batcher's final flushes.
 func (s *Store) runTx(ctx context.Context, op string, d durability, fn func(t *txn) error) error {
 	for attempt := 1; ; attempt++ {
@@ -273,21 +277,37 @@ func (s *Store) runTx(ctx context.Context, op string, d durability, fn func(t *t
 	}
 }
 
+// tryTx runs fn in one transaction. Relaxed transactions (pops, acks, lease
+// extends) run on a lazyTx: BEGIN travels with their first statement, and
+// their final lane writes (deferred by writeLanes) with COMMIT.
 func (s *Store) tryTx(ctx context.Context, d durability, fn func(t *txn) error) error {
-	opts := pgx.TxOptions{}
+	var tx pgx.Tx
+	var lazy *lazyTx
 	if d == relaxed {
-		opts.BeginQuery = beginRelaxed
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		lazy = newLazyTx(conn, beginRelaxedStmts)
+		tx = lazy
+	} else {
+		var err error
+		if tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{}); err != nil {
+			return err
+		}
 	}
-	tx, err := s.pool.BeginTx(ctx, opts)
-	if err != nil {
-		return err
-	}
-	t := &txn{ctx: ctx, tx: tx, s: s}
+	t := &txn{ctx: ctx, tx: tx, s: s, deferWrites: lazy != nil}
 	if err := fn(t); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	var err error
+	if lazy != nil {
+		err = lazy.commitWith(ctx, &t.final)
+	} else {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	for _, f := range t.learned {
@@ -318,6 +338,21 @@ func (t *txn) execBatch(b *pgx.Batch) error {
 		return nil
 	}
 	return t.tx.SendBatch(t.ctx, b).Close()
+}
+
+// nextClaim returns the order to record in lanes.last_claimed_at for a claim
+// at nowMs: microseconds, bumped past this broker's previous claim when two
+// fall in the same microsecond, so that "least recently claimed first" has
+// no ties (with millisecond stamps, a pop could pick again the lane it had
+// just served). Across brokers, clocks order the claims.
+func (s *Store) nextClaim(nowMs int64) int64 {
+	for {
+		last := s.lastClaim.Load()
+		next := max(nowMs*1000, last+1)
+		if s.lastClaim.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 // PoolStats reports the pgx pool for /metrics.

@@ -27,10 +27,8 @@ const (
 		ON CONFLICT (name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task,
 			priority = excluded.priority, options = excluded.options
 		RETURNING id, uuid`
-	sqlQueueForPop = `SELECT q.id, q.options,
-			EXISTS (SELECT 1 FROM consumer_groups g WHERE g.queue_id = q.id AND g.consumer_group = $2)
-		FROM queues q WHERE q.name = $1`
-	sqlQueuesMatching = `SELECT name FROM queues
+	sqlQueueByName    = `SELECT id, uuid FROM queues WHERE name = $1`
+	sqlQueuesMatching = `SELECT name, id FROM queues
 		WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR task = $2)
 		ORDER BY priority DESC, name`
 	sqlQueueLockByName = `SELECT id FROM queues WHERE name = $1 FOR UPDATE`
@@ -125,42 +123,67 @@ const (
 			END AS cursor) s
 		ON CONFLICT DO NOTHING`
 
-	// Candidate lanes of a queue for a group: ready, not under a live lease
-	// ($3 = now), outside the window buffer ($4), least recently claimed
-	// first, skipping lanes another transaction holds. Served by the partial
-	// index lanes_ready. On a queue with delayedProcessing ($7 > 0) the head
-	// message (offsets have no gaps: it is cursor + 1) must be due by $7, so
-	// that lanes holding only delayed messages do not crowd out due ones; a
-	// scalar subquery, because the planner would turn EXISTS into a hashed
-	// scan of all messages.
-	sqlLaneCandidates = `SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, COALESCE(l.lease_id, ''),
-			l.lease_expires_at, l.batch_end, l.head_attempts
-		FROM lanes l JOIN partitions p ON p.id = l.partition_id
-		WHERE l.queue_id = $1 AND l.consumer_group = $2 AND l.ready
-		  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
-		  AND p.last_message_at <= $4
-		  AND l.partition_id <> ALL($5::bigint[])
-		  AND ($7::bigint = 0 OR (SELECT m.created_at FROM messages m
-			WHERE m.partition_id = l.partition_id AND m.seq = l.cursor + 1) <= $7)
-		ORDER BY l.last_claimed_at
-		LIMIT $6
-		FOR UPDATE OF l SKIP LOCKED`
-	// The same for one named partition ($5).
-	sqlLanePinned = `SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, COALESCE(l.lease_id, ''),
-			l.lease_expires_at, l.batch_end, l.head_attempts
-		FROM partitions p JOIN lanes l ON l.partition_id = p.id AND l.consumer_group = $2
-		WHERE p.queue_id = $1 AND p.name = $5 AND l.ready
-		  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
-		  AND p.last_message_at <= $4
-		FOR UPDATE OF l SKIP LOCKED`
-	// Up to $3 messages after each lane's cursor, visible or not: the first
-	// one is the head a stale lease is charged to.
-	sqlMessagesAfter = `SELECT c.partition_id, m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
-			COALESCE(m.producer_sub, ''), m.payload, m.created_at
-		FROM unnest($1::bigint[], $2::bigint[]) AS c(partition_id, cursor)
-		CROSS JOIN LATERAL (SELECT * FROM messages WHERE partition_id = c.partition_id AND seq > c.cursor
-			ORDER BY seq LIMIT $3) m
-		ORDER BY c.partition_id, m.seq`
+	// A pop's claim and read, in one statement: the queue's options and
+	// whether the group has joined it (read fresh, since another broker may
+	// reconfigure it; no row when the queue is gone), the candidate lanes
+	// locked for this pop, and up to $6 messages after each one's cursor,
+	// visible or not (the first is the head a stale lease is charged to).
+	// One row per message, or per candidate without messages, or one row
+	// without candidate (partition_id 0) when there are none.
+	//
+	// Candidate lanes of a queue ($1) for a group ($2): ready, not under a
+	// live lease ($3 = now), outside the window buffer, not tried yet ($4),
+	// least recently claimed first, skipping lanes another transaction holds;
+	// none before the group has joined. Served by the partial index
+	// lanes_ready. On a queue with delayedProcessing the head message (offsets
+	// have no gaps: it is cursor + 1) must be due, so that lanes holding only
+	// delayed messages do not crowd out due ones; a scalar subquery, because
+	// the planner would turn EXISTS into a hashed scan of all messages.
+	sqlPopClaim = sqlPopQueue + `, c AS MATERIALIZED (
+			SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, l.lease_id, l.lease_expires_at,
+				l.batch_end, l.head_attempts, l.last_claimed_at
+			FROM lanes l JOIN partitions p ON p.id = l.partition_id
+			WHERE l.queue_id = $1 AND l.consumer_group = $2 AND l.ready AND (SELECT joined FROM q)
+			  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
+			  AND p.last_message_at <= $3 - (SELECT window_buffer FROM q) * 1000
+			  AND l.partition_id <> ALL($4::bigint[])
+			  AND ((SELECT delayed FROM q) = 0 OR (SELECT m.created_at FROM messages m
+				WHERE m.partition_id = l.partition_id AND m.seq = l.cursor + 1) <= $3 - (SELECT delayed FROM q) * 1000)
+			ORDER BY l.last_claimed_at
+			LIMIT $5
+			FOR UPDATE OF l SKIP LOCKED
+		)` + sqlPopRead + `LIMIT $6` + sqlPopOrder
+	// The same for one named partition ($4).
+	sqlPopClaimPinned = sqlPopQueue + `, c AS MATERIALIZED (
+			SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, l.lease_id, l.lease_expires_at,
+				l.batch_end, l.head_attempts, l.last_claimed_at
+			FROM partitions p JOIN lanes l ON l.partition_id = p.id AND l.consumer_group = $2
+			WHERE p.queue_id = $1 AND p.name = $4 AND l.ready AND (SELECT joined FROM q)
+			  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
+			  AND p.last_message_at <= $3 - (SELECT window_buffer FROM q) * 1000
+			FOR UPDATE OF l SKIP LOCKED
+		)` + sqlPopRead + `LIMIT $5` + sqlPopOrder
+
+	sqlPopQueue = `WITH q AS MATERIALIZED (
+			SELECT COALESCE((q.options->>'windowBuffer')::bigint, 0) AS window_buffer,
+				COALESCE((q.options->>'delayedProcessing')::bigint, 0) AS delayed,
+				COALESCE((q.options->>'retryLimit')::bigint, 0) AS retry_limit,
+				COALESCE((q.options->>'leaseTime')::bigint, 0) AS lease_time,
+				EXISTS (SELECT 1 FROM consumer_groups g WHERE g.queue_id = q.id AND g.consumer_group = $2) AS joined
+			FROM queues q WHERE q.id = $1
+		)`
+	sqlPopRead = `
+		SELECT q.window_buffer, q.delayed, q.retry_limit, q.lease_time, q.joined,
+			COALESCE(c.partition_id, 0), COALESCE(c.uuid, ''), COALESCE(c.name, ''), COALESCE(c.last_offset, 0),
+			COALESCE(c.cursor, 0), COALESCE(c.lease_id, ''), COALESCE(c.lease_expires_at, 0),
+			COALESCE(c.batch_end, 0), COALESCE(c.head_attempts, 0),
+			COALESCE(m.seq, 0), COALESCE(m.id, ''), COALESCE(m.transaction_id, ''), COALESCE(m.trace_id, ''),
+			COALESCE(m.producer_sub, ''), COALESCE(m.payload, ''::bytea), COALESCE(m.created_at, 0)
+		FROM q LEFT JOIN c ON true
+		LEFT JOIN LATERAL (SELECT * FROM messages WHERE partition_id = c.partition_id AND seq > c.cursor
+			ORDER BY seq `
+	sqlPopOrder = `) m ON true
+		ORDER BY c.last_claimed_at, c.partition_id, m.seq`
 )
 
 // Lane writes shared by pop and ack.
