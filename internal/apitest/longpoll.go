@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,33 +44,47 @@ func (s *suite) testLongPoll(t *testing.T) {
 		c := s.server(t)
 		q := uniq("wake")
 		c.configure(t, q, nil)
+		// Several rounds per route, judged by the median: one sample on a
+		// shared CI machine measures the machine. A wake-up that was missed
+		// shows as the broker's 1 s fallback re-poll, which the max catches.
+		const rounds = 5
 		for _, path := range []string{
 			queuePath(q) + "?wait=true&timeout=5000",
 			partitionPath(q, "lane-1") + "?wait=true&timeout=5000",
 		} {
-			ch := c.popAsync(context.Background(), path)
-			time.Sleep(parkDelay)
-			select {
-			case res := <-ch:
-				t.Fatalf("GET %s returned before any push: %v %v", path, res.err, res.r)
-			default:
+			var lats []time.Duration
+			for range rounds {
+				ch := c.popAsync(context.Background(), path)
+				time.Sleep(parkDelay)
+				select {
+				case res := <-ch:
+					t.Fatalf("GET %s returned before any push: %v %v", path, res.err, res.r)
+				default:
+				}
+				pushed := c.push(t, item(q, map[string]any{"n": 1}, "partition", "lane-1"))[0]
+				pushDone := time.Now()
+				res := <-ch
+				if res.err != nil {
+					t.Fatalf("GET %s: %v", path, res.err)
+				}
+				p := checkPop(t, res.r)
+				if p.Messages[0].ID != pushed.MessageID {
+					t.Fatalf("long poll delivered %s, want the pushed %s", p.Messages[0].ID, pushed.MessageID)
+				}
+				lats = append(lats, res.done.Sub(pushDone))
+				c.ackAll(t, "", p)
 			}
-			pushed := c.push(t, item(q, map[string]any{"n": 1}, "partition", "lane-1"))[0]
-			pushDone := time.Now()
-			res := <-ch
-			if res.err != nil {
-				t.Fatalf("GET %s: %v", path, res.err)
+			slices.Sort(lats)
+			median, worst := lats[len(lats)/2], lats[len(lats)-1]
+			t.Logf("GET %s: answered after the push response in %v (median %v)", path, lats, median)
+			if median > 50*time.Millisecond {
+				t.Fatalf("GET %s: median %v after the push response, want within 50ms (all: %v)", path, median, lats)
 			}
-			p := checkPop(t, res.r)
-			if p.Messages[0].ID != pushed.MessageID {
-				t.Fatalf("long poll delivered %s, want the pushed %s", p.Messages[0].ID, pushed.MessageID)
+			// A missed wake-up would answer at the fallback re-poll, 1 s after
+			// the pop parked, i.e. about 1 s - parkDelay after the push.
+			if worst >= time.Second-parkDelay-150*time.Millisecond {
+				t.Fatalf("GET %s: one wake-up took %v: the push did not wake the pop, the fallback re-poll did (all: %v)", path, worst, lats)
 			}
-			lat := res.done.Sub(pushDone)
-			t.Logf("GET %s: answered %v after the push response", path, lat)
-			if lat > 50*time.Millisecond {
-				t.Fatalf("GET %s: returned %v after the push response, want within 50ms", path, lat)
-			}
-			c.ackAll(t, "", p)
 		}
 	})
 
