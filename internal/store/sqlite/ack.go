@@ -33,10 +33,12 @@ type laneAcks struct {
 	group   string
 	indexes []int // positions in the call
 	acks    []lane.Ack
+	txns    []string // transactionId of each ack
 }
 
-// ack resolves every ack to its lane and offset, applies the lane rules to
-// each lane once with all of its acks, and writes lanes and dead letters.
+// ack groups the acks by lane, resolves each lane's transactionIds to
+// offsets, applies the lane rules to each lane once with all of its acks,
+// and writes lanes and dead letters.
 func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 	out := make([]store.AckResult, len(acks))
 	byLane := make(map[laneKey]*laneAcks)
@@ -51,12 +53,6 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 			out[i] = store.AckResult{Noop: true, Error: store.ErrTextUnresolvable}
 			continue
 		}
-		var off int64
-		var id string
-		err = t.queryRow(sqlMessageByTxn, part.id, a.TransactionID).Scan(&off, &id)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("resolve ack: %w", err)
-		}
 		k := laneKey{part.id, a.ConsumerGroup}
 		la := byLane[k]
 		if la == nil {
@@ -65,7 +61,8 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 			order = append(order, la)
 		}
 		la.indexes = append(la.indexes, i)
-		la.acks = append(la.acks, lane.Ack{Offset: off, Status: a.Status, LeaseID: a.LeaseID, Error: a.Error})
+		la.txns = append(la.txns, a.TransactionID)
+		la.acks = append(la.acks, lane.Ack{Status: a.Status, LeaseID: a.LeaseID, Error: a.Error})
 	}
 	nowMs := now.UnixMilli()
 	for _, la := range order {
@@ -77,6 +74,9 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 			return nil, fmt.Errorf("read lane: %w", err)
 		}
 		st.LeaseID = leaseID.String
+		if err := t.resolveAcks(la, st.Cursor); err != nil {
+			return nil, err
+		}
 		before := st
 		verdicts, dead := lane.Apply(&st, la.acks, la.part.queue.opts.RetryLimit, nowMs)
 		for j, v := range verdicts {
@@ -97,6 +97,53 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// resolveAcks sets the offset of each ack of la (0 when its transactionId is
+// not in the partition). Consumers ack what they were just given, the
+// messages right after the cursor, so one range read after the cursor
+// resolves a whole batch; only what it misses (acks below the cursor,
+// unknown ids) is looked up one by one.
+func (t *txn) resolveAcks(la *laneAcks, cursor int64) error {
+	want := make(map[string][]int, len(la.txns))
+	for j, txn := range la.txns {
+		want[txn] = append(want[txn], j)
+	}
+	rows, err := t.query(sqlMessagesAfterIDs, la.part.id, cursor, len(la.txns))
+	if err != nil {
+		return fmt.Errorf("resolve acks: %w", err)
+	}
+	for rows.Next() {
+		var seq int64
+		var txn string
+		if err := rows.Scan(&seq, &txn); err != nil {
+			rows.Close()
+			return fmt.Errorf("resolve acks: %w", err)
+		}
+		for _, j := range want[txn] {
+			la.acks[j].Offset = seq
+		}
+		delete(want, txn)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("resolve acks: %w", err)
+	}
+	for txn, js := range want {
+		var seq int64
+		var id string
+		err := t.queryRow(sqlMessageByTxn, la.part.id, txn).Scan(&seq, &id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // unresolvable: Offset stays 0
+		}
+		if err != nil {
+			return fmt.Errorf("resolve ack: %w", err)
+		}
+		for _, j := range js {
+			la.acks[j].Offset = seq
+		}
+	}
+	return nil
 }
 
 // LeaseExtend renews every lane held by the lease.

@@ -27,6 +27,10 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 	sqlMessageByTxn = `SELECT seq, id FROM messages WHERE partition_id = ? AND transaction_id = ?`
+	// The transactionIds of the next messages after a cursor, to resolve a
+	// batch of acks with one range read.
+	sqlMessagesAfterIDs = `SELECT seq, transaction_id FROM messages WHERE partition_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`
 	// Messages after the cursor. The caller stops at the first one still
 	// inside the queue's delayedProcessing window: createdAt grows with the
 	// offset within a partition, so filtering here would only make SQLite
@@ -139,7 +143,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlQueueByName, sqlQueueInsert, sqlQueueUpdate, sqlQueuesMatching,
 		sqlPartitionByName, sqlPartitionByUUID, sqlPartitionInsert, sqlPartitionAdvance,
 		sqlMessageInsert, sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
-		sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
+		sqlMessagesAfterIDs, sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
 		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 	} {
