@@ -42,29 +42,6 @@ func (a *api) push(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-type popMessageJSON struct {
-	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	TraceID       *string         `json:"traceId"`
-	Data          json.RawMessage `json:"data"`
-	ProducerSub   *string         `json:"producerSub"`
-	CreatedAt     string          `json:"createdAt"`
-	PartitionID   string          `json:"partitionId"`
-	Partition     string          `json:"partition"`
-	LeaseID       *string         `json:"leaseId"`
-	ConsumerGroup string          `json:"consumerGroup"`
-}
-
-type popJSON struct {
-	Success       bool             `json:"success"`
-	Queue         string           `json:"queue"`
-	Partition     string           `json:"partition"`
-	PartitionID   string           `json:"partitionId"`
-	LeaseID       *string          `json:"leaseId"`
-	ConsumerGroup string           `json:"consumerGroup"`
-	Messages      []popMessageJSON `json:"messages"`
-}
-
 func (a *api) pop(w http.ResponseWriter, r *http.Request) {
 	req, err := decodePop(r)
 	if err != nil {
@@ -84,18 +61,10 @@ func (a *api) pop(w http.ResponseWriter, r *http.Request) {
 		noContent(w)
 		return
 	}
-	lease := nullable(res.LeaseID)
-	first := res.Messages[0]
-	out := popJSON{Success: true, Queue: first.Queue, Partition: first.Partition, PartitionID: first.PartitionID,
-		LeaseID: lease, ConsumerGroup: res.ConsumerGroup, Messages: make([]popMessageJSON, len(res.Messages))}
-	for i, m := range res.Messages {
-		out.Messages[i] = popMessageJSON{
-			ID: m.ID, TransactionID: m.TransactionID, TraceID: nullable(m.TraceID), Data: m.Payload,
-			ProducerSub: nullable(m.ProducerSub), CreatedAt: timestamp(m.CreatedAt),
-			PartitionID: m.PartitionID, Partition: m.Partition, LeaseID: lease, ConsumerGroup: res.ConsumerGroup,
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	body := appendPopBody(make([]byte, 0, 512+len(res.Messages)*384), res)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 type ackVerdictJSON struct {

@@ -26,7 +26,7 @@ func noContent(w http.ResponseWriter) {
 
 // timestamp formats t as Queen does: RFC 3339, UTC, milliseconds.
 func timestamp(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+	return t.UTC().Format(timestampLayout)
 }
 
 // nullable renders "" as JSON null.
