@@ -111,25 +111,20 @@ func (t *txn) queue(name, namespace, task string, now time.Time) (*queueRow, err
 // partition returns the named partition of q, creating it if needed with a
 // lane for every group that has joined q.
 func (t *txn) partition(q *queueRow, name string, now time.Time) (*partitionRow, error) {
-	if p, ok := t.cache.partitions[partitionKey{q.id, name}]; ok {
-		return p, nil
+	p, err := t.existingPartition(q, name)
+	if err != nil || p != nil {
+		return p, err
 	}
-	p := &partitionRow{name: name, queue: q}
-	err := t.queryRow(sqlPartitionByName, q.id, name).Scan(&p.id, &p.uuid)
-	if errors.Is(err, sql.ErrNoRows) {
-		p.uuid = mustUUID()
-		res, err := t.exec(sqlPartitionInsert, p.uuid, q.id, name, now.UnixMilli())
-		if err != nil {
-			return nil, fmt.Errorf("create partition: %w", err)
-		}
-		if p.id, err = res.LastInsertId(); err != nil {
-			return nil, err
-		}
-		if _, err := t.exec(sqlLanesForPartition, p.id, q.id); err != nil {
-			return nil, fmt.Errorf("create lanes: %w", err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("read partition: %w", err)
+	p = &partitionRow{name: name, queue: q, uuid: mustUUID()}
+	res, err := t.exec(sqlPartitionInsert, p.uuid, q.id, name, now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("create partition: %w", err)
+	}
+	if p.id, err = res.LastInsertId(); err != nil {
+		return nil, err
+	}
+	if _, err := t.exec(sqlLanesForPartition, p.id, q.id); err != nil {
+		return nil, fmt.Errorf("create lanes: %w", err)
 	}
 	t.cache.addPartition(p)
 	return p, nil
