@@ -27,7 +27,7 @@ func NormalizeStatus(status *string) store.AckStatus {
 }
 
 // Ack commits acknowledgements and returns one verdict per ack, in order.
-func (b *Broker) Ack(ctx context.Context, acks []store.Ack) ([]store.AckResult, error) {
+func (b *Broker) Ack(ctx context.Context, c Caller, acks []store.Ack) ([]store.AckResult, error) {
 	if len(acks) == 0 {
 		return []store.AckResult{}, nil
 	}
@@ -36,17 +36,17 @@ func (b *Broker) Ack(ctx context.Context, acks []store.Ack) ([]store.AckResult, 
 			acks[i].ConsumerGroup = store.QueueMode
 		}
 	}
-	res, err := b.store.AckMany(ctx, &store.AckManyParams{Acks: acks, Now: b.now()})
+	res, err := b.store.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: acks, Now: b.now(), Tenant: c.tenant()})
 	if err != nil {
 		return nil, err
 	}
-	b.afterAcks(res)
+	b.afterAcks(c.tenant(), res)
 	return res, nil
 }
 
 // afterAcks counts verdicts and wakes consumers of lanes whose lease was
 // released: their unacked messages are deliverable again.
-func (b *Broker) afterAcks(res []store.AckResult) {
+func (b *Broker) afterAcks(tenant string, res []store.AckResult) {
 	var released []string
 	for i := range res {
 		r := &res[i]
@@ -59,7 +59,7 @@ func (b *Broker) afterAcks(res []store.AckResult) {
 			b.metrics.Acks.WithLabelValues("failed").Inc()
 		}
 		if r.LeaseReleased && r.Queue != "" {
-			released = appendNew(released, r.Queue)
+			released = appendNew(released, store.QueueKey(tenant, r.Queue))
 		}
 	}
 	if len(released) > 0 {
@@ -71,21 +71,22 @@ func (b *Broker) afterAcks(res []store.AckResult) {
 const DefaultExtendSeconds = 60
 
 // ExtendLease renews every lane held by leaseID; seconds <= 0 means 60.
-func (b *Broker) ExtendLease(ctx context.Context, leaseID string, seconds int) (*store.LeaseExtendResult, error) {
+func (b *Broker) ExtendLease(ctx context.Context, c Caller, leaseID string, seconds int) (*store.LeaseExtendResult, error) {
 	if seconds <= 0 {
 		seconds = DefaultExtendSeconds
 	}
-	return b.store.LeaseExtend(ctx, &store.LeaseExtendParams{LeaseID: leaseID, Seconds: seconds, Now: b.now()})
+	return b.store.LeaseExtend(ctx, &store.LeaseExtendParams{LeaseID: leaseID, Seconds: seconds, Now: b.now(),
+		Tenant: c.tenant()})
 }
 
 // Configure creates or fully replaces a queue's configuration.
-func (b *Broker) Configure(ctx context.Context, name, namespace, task string, opts store.QueueOptions) (*store.Queue, error) {
+func (b *Broker) Configure(ctx context.Context, c Caller, name, namespace, task string, opts store.QueueOptions) (*store.Queue, error) {
 	return b.store.QueueConfigure(ctx, &store.QueueConfigureParams{
-		Name: name, Namespace: namespace, Task: task, Options: opts, Now: b.now(),
+		Name: name, Namespace: namespace, Task: task, Options: opts, Now: b.now(), Tenant: c.tenant(),
 	})
 }
 
 // DeleteQueue deletes a queue and reports whether it existed.
-func (b *Broker) DeleteQueue(ctx context.Context, name string) (bool, error) {
-	return b.store.QueueDelete(ctx, name)
+func (b *Broker) DeleteQueue(ctx context.Context, c Caller, name string) (bool, error) {
+	return b.store.QueueDelete(ctx, &store.QueueDeleteParams{Name: name, Now: b.now(), Tenant: c.tenant()})
 }

@@ -27,6 +27,26 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return e.Msg }
 
+// Caller is who a request acts for. The HTTP layer fills it from the
+// request (the auth layer, once enabled, from the token); the zero Caller is
+// the default tenant without an authenticated subject.
+type Caller struct {
+	// Subject is the authenticated subject (a JWT's sub), stamped on pushed
+	// messages as producerSub; "" without authentication.
+	Subject string
+	// Tenant owns every queue the request names; "" means
+	// store.DefaultTenant.
+	Tenant string
+}
+
+// tenant returns the caller's tenant, the default one when unset.
+func (c Caller) tenant() string {
+	if c.Tenant == "" {
+		return store.DefaultTenant
+	}
+	return c.Tenant
+}
+
 // Config tunes a Broker. Zero values take the defaults noted per field.
 type Config struct {
 	// Logger receives the broker's logs; nil discards them.
@@ -110,14 +130,8 @@ func (b *Broker) Stop() {
 // Engine names the storage engine.
 func (b *Broker) Engine() string { return b.store.Engine() }
 
-// PoolStats reports the store's connection pool; a store without one (the
-// embedded engine has a single writer connection) reports a pool of one.
-func (b *Broker) PoolStats() store.PoolStats {
-	if r, ok := b.store.(store.PoolReporter); ok {
-		return r.PoolStats()
-	}
-	return store.PoolStats{Size: 1}
-}
+// PoolStats reports the store's connection pool.
+func (b *Broker) PoolStats() store.PoolStats { return b.store.PoolStats() }
 
 // Health reports whether the store is reachable.
 func (b *Broker) Health(ctx context.Context) error { return b.store.Ping(ctx) }

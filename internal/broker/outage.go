@@ -58,7 +58,7 @@ const settingsEvery = time.Second
 // store: while on, every push goes to the spool; when turned off, the spool
 // is replayed. The setting is stored first, so an error changes nothing.
 func (b *Broker) SetMaintenance(ctx context.Context, on bool) error {
-	if err := b.store.SettingSet(ctx, settingMaintenance, strconv.FormatBool(on)); err != nil {
+	if err := b.store.SettingSet(ctx, &store.SettingSetParams{Key: settingMaintenance, Value: strconv.FormatBool(on), Now: b.now()}); err != nil {
 		return err
 	}
 	b.applyMaintenance(on)
@@ -68,7 +68,7 @@ func (b *Broker) SetMaintenance(ctx context.Context, on bool) error {
 // SetPopMaintenance turns pop maintenance on or off for every broker on the
 // store: while on, every pop answers empty at once.
 func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) error {
-	if err := b.store.SettingSet(ctx, settingPopMaintenance, strconv.FormatBool(on)); err != nil {
+	if err := b.store.SettingSet(ctx, &store.SettingSetParams{Key: settingPopMaintenance, Value: strconv.FormatBool(on), Now: b.now()}); err != nil {
 		return err
 	}
 	b.applyPopMaintenance(on)
@@ -95,7 +95,7 @@ func (b *Broker) refreshSettings(ctx context.Context) {
 		settingMaintenance:    b.applyMaintenance,
 		settingPopMaintenance: b.applyPopMaintenance,
 	} {
-		v, err := b.store.SettingGet(ctx, key)
+		v, err := b.store.SettingGet(ctx, &store.SettingGetParams{Key: key})
 		if err != nil {
 			return
 		}
@@ -207,7 +207,7 @@ func (b *Broker) recoverOnce(ctx context.Context) {
 // accepted, so an item stored before a crash comes back as a duplicate of
 // itself, which is success.
 func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) error {
-	res, err := b.store.PushMany(ctx, &store.PushManyParams{Items: items, Now: b.now()})
+	res, err := b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: b.now()})
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) error {
 		switch res[i].Status {
 		case store.PushQueued:
 			queued++
-			touched = appendNew(touched, items[i].Queue)
+			touched = appendNew(touched, store.QueueKey(items[i].Tenant, items[i].Queue))
 		case store.PushDuplicate:
 		default:
 			return errors.New("replay: item " + items[i].TransactionID + ": " + res[i].Error)

@@ -44,11 +44,11 @@ type PopResponse struct {
 // Pop delivers messages, or returns nil when there are none. With Wait it
 // parks until a push wakes it, the timeout passes, the client goes away or
 // the broker stops; none of those is an error.
-func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResponse, error) {
+func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopResponse, error) {
 	if req.Queue == "" && req.Namespace == "" && req.Task == "" {
 		return nil, invalidf("namespace or task is required")
 	}
-	p := &store.PopParams{
+	p := &store.LanePopParams{
 		AutoAck:       req.AutoAck,
 		Batch:         min(max(req.Batch, 1), MaxBatch),
 		ConsumerGroup: req.ConsumerGroup,
@@ -57,6 +57,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResponse, error) 
 		Partitions:    max(req.Partitions, 1),
 		Queue:         req.Queue,
 		Task:          req.Task,
+		Tenant:        c.tenant(),
 	}
 	if p.ConsumerGroup == "" {
 		p.ConsumerGroup = store.QueueMode
@@ -64,9 +65,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResponse, error) 
 	if !p.AutoAck {
 		p.LeaseID = newID()
 	}
-	key := req.Queue
-	if key == "" {
-		key = anyQueue
+	key := anyQueue
+	if req.Queue != "" {
+		key = store.QueueKey(p.Tenant, req.Queue)
 	}
 	deadline := b.now().Add(req.Timeout)
 	var timer *time.Timer
@@ -91,7 +92,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResponse, error) 
 		wake := b.hub.wait(key)
 		p.Now = b.now()
 		b.subscribe(p, req)
-		res, err := b.store.Pop(ctx, p)
+		res, err := b.store.LanePop(ctx, p)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, nil // the client left; nothing was claimed
@@ -128,7 +129,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResponse, error) 
 }
 
 // subscribe sets where a consumer group starts if this pop is its first.
-func (b *Broker) subscribe(p *store.PopParams, req PopRequest) {
+func (b *Broker) subscribe(p *store.LanePopParams, req PopRequest) {
 	switch req.SubscriptionMode {
 	case SubscribeNew:
 		p.Subscription = store.Subscription{Mode: store.SubscribeFrom, From: p.Now}

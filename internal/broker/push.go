@@ -19,18 +19,18 @@ type PushVerdict struct {
 // Push stores items as one batch sharing one createdAt. The first
 // occurrence of a (queue, partition, transactionId) in the batch wins; later
 // ones are answered as duplicates carrying the winner's id.
-func (b *Broker) Push(ctx context.Context, items []store.PushItem, producerSub string) ([]PushVerdict, error) {
+func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]PushVerdict, error) {
 	if len(items) == 0 {
 		return []PushVerdict{}, nil
 	}
-	prepareItems(items, producerSub)
+	prepareItems(items, c)
 	unique, winner := dedupe(items)
 	var res []store.PushResult
 	if b.spooling() {
 		res = b.spoolPush(unique)
 	} else {
 		var err error
-		res, err = b.store.PushMany(ctx, &store.PushManyParams{Items: unique, Now: b.now()})
+		res, err = b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: unique, Now: b.now()})
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
@@ -57,7 +57,7 @@ func (b *Broker) Push(ctx context.Context, items []store.PushItem, producerSub s
 		switch v.Status {
 		case store.PushQueued:
 			queued++
-			touched = appendNew(touched, v.Queue)
+			touched = appendNew(touched, store.QueueKey(c.tenant(), v.Queue))
 		case store.PushDuplicate:
 			dupes++
 		}
@@ -72,9 +72,11 @@ func (b *Broker) Push(ctx context.Context, items []store.PushItem, producerSub s
 }
 
 // prepareItems applies defaults and mints ids in place.
-func prepareItems(items []store.PushItem, producerSub string) {
+func prepareItems(items []store.PushItem, c Caller) {
+	tenant := c.tenant()
 	for i := range items {
 		it := &items[i]
+		it.Tenant = tenant
 		if it.Partition == "" {
 			it.Partition = store.DefaultPartition
 		}
@@ -82,7 +84,7 @@ func prepareItems(items []store.PushItem, producerSub string) {
 			it.TransactionID = newID()
 		}
 		it.MessageID = newID()
-		it.ProducerSub = producerSub
+		it.ProducerSub = c.Subject
 		if it.Namespace == "" && it.Task == "" {
 			it.Namespace, it.Task = DeriveNamespaceTask(it.Queue)
 		}

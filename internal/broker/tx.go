@@ -37,12 +37,12 @@ type TxResult struct {
 // Transaction runs pushes and acks atomically, failing as a whole if any
 // required lease is not live, any ack does not apply or any push is a
 // duplicate.
-func (b *Broker) Transaction(ctx context.Context, ops []TxOperation, requiredLeases []string, producerSub string) (*TxResult, error) {
+func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, requiredLeases []string) (*TxResult, error) {
 	out := &TxResult{TransactionID: newID(), Results: []TxItem{}}
 	if len(ops) == 0 {
 		return nil, invalidf("operations array cannot be empty")
 	}
-	params := &store.TransactionParams{RequiredLeases: requiredLeases, Now: b.now()}
+	params := &store.TxRunParams{RequiredLeases: requiredLeases, Now: b.now(), Tenant: c.tenant()}
 	seen := make(map[dedupKey]bool)
 	var queues []string
 	for _, op := range ops {
@@ -53,7 +53,7 @@ func (b *Broker) Transaction(ctx context.Context, ops []TxOperation, requiredLea
 			params.Ops = append(params.Ops, store.TxOp{Ack: op.Ack})
 			continue
 		}
-		prepareItems(op.Items, producerSub)
+		prepareItems(op.Items, c)
 		for _, it := range op.Items {
 			k := dedupKey{it.Queue, it.Partition, it.TransactionID}
 			if seen[k] {
@@ -62,11 +62,11 @@ func (b *Broker) Transaction(ctx context.Context, ops []TxOperation, requiredLea
 				return out, nil
 			}
 			seen[k] = true
-			queues = appendNew(queues, it.Queue)
+			queues = appendNew(queues, store.QueueKey(params.Tenant, it.Queue))
 		}
 		params.Ops = append(params.Ops, store.TxOp{Items: op.Items})
 	}
-	res, err := b.store.Transaction(ctx, params)
+	res, err := b.store.TxRun(ctx, params)
 	var abort *store.TxAbortError
 	if errors.As(err, &abort) {
 		out.Error = abort.Reason
@@ -99,7 +99,7 @@ func (b *Broker) Transaction(ctx context.Context, ops []TxOperation, requiredLea
 	}
 	b.metrics.Pushed(pushed)
 	b.metrics.Transactions.WithLabelValues("committed").Inc()
-	b.afterAcks(ackRes)
+	b.afterAcks(params.Tenant, ackRes)
 	if len(queues) > 0 {
 		b.hub.kick(queues...)
 	}

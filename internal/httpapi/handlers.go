@@ -29,7 +29,7 @@ func (a *api) push(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	verdicts, err := a.broker.Push(r.Context(), items, producerSub(r))
+	verdicts, err := a.broker.Push(r.Context(), caller(r), items)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -52,7 +52,7 @@ func (a *api) pop(w http.ResponseWriter, r *http.Request) {
 	if req.Queue != "" {
 		req.Namespace, req.Task = "", ""
 	}
-	res, err := a.broker.Pop(r.Context(), req)
+	res, err := a.broker.Pop(r.Context(), caller(r), req)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -106,7 +106,7 @@ func (a *api) ackBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) commitAcks(w http.ResponseWriter, r *http.Request, acks []store.Ack) {
-	results, err := a.broker.Ack(r.Context(), acks)
+	results, err := a.broker.Ack(r.Context(), caller(r), acks)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -130,7 +130,7 @@ func (a *api) extend(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	res, err := a.broker.ExtendLease(r.Context(), r.PathValue("leaseId"), seconds)
+	res, err := a.broker.ExtendLease(r.Context(), caller(r), r.PathValue("leaseId"), seconds)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -191,7 +191,7 @@ func (a *api) transaction(w http.ResponseWriter, r *http.Request) {
 		preflight(err)
 		return
 	}
-	res, err := a.broker.Transaction(r.Context(), tx.Ops, tx.RequiredLeases, producerSub(r))
+	res, err := a.broker.Transaction(r.Context(), caller(r), tx.Ops, tx.RequiredLeases)
 	if err != nil {
 		preflight(err)
 		return
@@ -222,7 +222,7 @@ func (a *api) configure(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	q, err := a.broker.Configure(r.Context(), c.Queue, c.Namespace, c.Task, c.Options)
+	q, err := a.broker.Configure(r.Context(), caller(r), c.Queue, c.Namespace, c.Task, c.Options)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -235,7 +235,7 @@ func (a *api) configure(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
-	existed, err := a.broker.DeleteQueue(r.Context(), name)
+	existed, err := a.broker.DeleteQueue(r.Context(), caller(r), name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -248,6 +248,6 @@ func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "queue": name})
 }
 
-// producerSub is the authenticated producer's subject; without JWT auth
-// there is none.
-func producerSub(r *http.Request) string { return "" }
+// caller is who the request acts for: without authentication and tenancy,
+// the default tenant and no subject.
+func caller(r *http.Request) broker.Caller { return broker.Caller{} }

@@ -81,14 +81,12 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		},
 	}
 	s.background.Go(func() { b.Run(bgCtx) })
-	if n, ok := st.(store.Notifier); ok {
-		// Wake-ups from pushes made by other brokers sharing the database.
-		s.background.Go(func() {
-			if err := n.Listen(bgCtx, b.Notify); err != nil && bgCtx.Err() == nil {
-				log.Error("notification listener stopped", "err", err)
-			}
-		})
-	}
+	// Wake-ups from pushes made by other brokers sharing the database.
+	s.background.Go(func() {
+		if err := st.Listen(bgCtx, b.Notify); err != nil && bgCtx.Err() == nil {
+			log.Error("notification listener stopped", "err", err)
+		}
+	})
 	return s, nil
 }
 

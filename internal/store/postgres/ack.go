@@ -12,8 +12,8 @@ import (
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
-// AckMany commits a batch of acknowledgements in one transaction.
-func (s *Store) AckMany(ctx context.Context, p *store.AckManyParams) ([]store.AckResult, error) {
+// MessageAckMany commits a batch of acknowledgements in one transaction.
+func (s *Store) MessageAckMany(ctx context.Context, p *store.MessageAckManyParams) ([]store.AckResult, error) {
 	var out []store.AckResult
 	err := s.inRelaxedTx(ctx, "ack", func(t *txn) error {
 		var err error
@@ -251,9 +251,9 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 	return out, err
 }
 
-// Transaction runs pushes and acks in one database transaction: any failure
+// TxRun runs pushes and acks in one database transaction: any failure
 // rolls back all of them.
-func (s *Store) Transaction(ctx context.Context, p *store.TransactionParams) ([]store.TxOpResult, error) {
+func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpResult, error) {
 	var out []store.TxOpResult
 	err := s.inTx(ctx, "transaction", func(t *txn) error {
 		out = nil

@@ -13,7 +13,7 @@ const maxFlushItems = 500
 // pushCall is one PushMany waiting for its flush.
 type pushCall struct {
 	ctx  context.Context
-	p    *store.PushManyParams
+	p    *store.MessagePushManyParams
 	res  []store.PushResult
 	err  error
 	done chan struct{}
@@ -43,7 +43,7 @@ func newBatcher(s *Store, inFlight int) *batcher {
 }
 
 // push hands p to the batcher and waits for its result.
-func (b *batcher) push(ctx context.Context, p *store.PushManyParams) ([]store.PushResult, error) {
+func (b *batcher) push(ctx context.Context, p *store.MessagePushManyParams) ([]store.PushResult, error) {
 	c := &pushCall{ctx: ctx, p: p, done: make(chan struct{})}
 	select {
 	case <-b.s.closing:

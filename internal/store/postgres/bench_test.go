@@ -30,7 +30,7 @@ func BenchmarkPushMany(b *testing.B) {
 				for i := range items {
 					items[i] = storetest.Item("bench", fmt.Sprintf("p%02d", (w+i)%parts), i)
 				}
-				if _, err := s.PushMany(context.Background(), &store.PushManyParams{Items: items, Now: time.Now()}); err != nil {
+				if _, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Items: items, Now: time.Now()}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -54,7 +54,7 @@ func BenchmarkPushOne(b *testing.B) {
 		wg.Go(func() {
 			for i := 0; next.Add(1) <= int64(b.N); i++ {
 				it := storetest.Item("bench", fmt.Sprintf("p%02d", (w+i)%parts), i)
-				if _, err := s.PushMany(context.Background(), &store.PushManyParams{
+				if _, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{
 					Items: []store.PushItem{it}, Now: time.Now()}); err != nil {
 					b.Error(err)
 					return
@@ -76,7 +76,7 @@ func BenchmarkPopAck(b *testing.B) {
 	for i := range total {
 		items = append(items, storetest.Item("bench", fmt.Sprintf("p%02d", i%parts), i))
 		if len(items) == 500 || i == total-1 {
-			if _, err := s.PushMany(context.Background(), &store.PushManyParams{Items: items, Now: time.Now()}); err != nil {
+			if _, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Items: items, Now: time.Now()}); err != nil {
 				b.Fatal(err)
 			}
 			items = nil
@@ -90,7 +90,7 @@ func BenchmarkPopAck(b *testing.B) {
 		wg.Go(func() {
 			for empty := 0; got.Load() < int64(total) && empty < 100; {
 				lease := storetest.NewID()
-				res, err := s.Pop(context.Background(), &store.PopParams{Queue: "bench", ConsumerGroup: store.QueueMode,
+				res, err := s.LanePop(context.Background(), &store.LanePopParams{Queue: "bench", ConsumerGroup: store.QueueMode,
 					Batch: batch, Partitions: 1, LeaseID: lease, Now: time.Now()})
 				if err != nil {
 					b.Error(err)
@@ -101,7 +101,7 @@ func BenchmarkPopAck(b *testing.B) {
 					continue
 				}
 				last := res.Messages[len(res.Messages)-1]
-				if _, err := s.AckMany(context.Background(), &store.AckManyParams{Now: time.Now(),
+				if _, err := s.MessageAckMany(context.Background(), &store.MessageAckManyParams{Now: time.Now(),
 					Acks: []store.Ack{storetest.AckOf(last, store.QueueMode, lease, store.AckCompleted)}}); err != nil {
 					b.Error(err)
 					return

@@ -25,7 +25,7 @@ const (
 // until ctx ends or the store is closed. It holds one dedicated connection
 // outside the pool and reconnects with backoff when it drops; a wake-up
 // missed meanwhile only costs latency, since parked pops re-poll.
-func (s *Store) Listen(ctx context.Context, wake func(queues ...string)) error {
+func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -56,7 +56,7 @@ func (s *Store) Listen(ctx context.Context, wake func(queues ...string)) error {
 
 // listenOnce connects, listens and delivers notifications until the
 // connection fails or ctx ends. It reports whether LISTEN succeeded.
-func (s *Store) listenOnce(ctx context.Context, wake func(queues ...string)) (bool, error) {
+func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string)) (bool, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.connCfg.Copy())
 	if err != nil {
 		return false, err

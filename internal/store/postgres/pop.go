@@ -17,11 +17,11 @@ import (
 // still delayed, or a lane still marked ready after being drained).
 const maxPopRounds = 4
 
-// Pop claims lanes and reads their messages in one transaction: in the
+// LanePop claims lanes and reads their messages in one transaction: in the
 // steady state two round trips, BEGIN with one statement that refreshes the
 // queue's options, locks candidate lanes and reads their messages, then the
 // lane writes with COMMIT (see lazyTx).
-func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, error) {
+func (s *Store) LanePop(ctx context.Context, p *store.LanePopParams) (*store.PopResult, error) {
 	var out *store.PopResult
 	err := s.inRelaxedTx(ctx, "pop", func(t *txn) error {
 		var err error
@@ -33,7 +33,7 @@ func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, 
 
 // popState is the progress of one pop across queues.
 type popState struct {
-	p      *store.PopParams
+	p      *store.LanePopParams
 	nowMs  int64
 	budget int // messages still wanted
 	lanes  int // lanes still allowed
@@ -63,7 +63,7 @@ type fetched struct {
 	msg       store.Message
 }
 
-func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
+func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
 	ps := &popState{p: p, nowMs: p.Now.UnixMilli(), budget: max(p.Batch, 1), lanes: max(p.Partitions, 1),
 		res: &store.PopResult{}}
 	if p.Partition != "" {

@@ -90,10 +90,7 @@ type Store struct {
 	closing   chan struct{}
 }
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // Open connects, applies pending migrations and starts the push batcher.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

@@ -81,7 +81,7 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 	// Every store works.
 	for i, s := range stores {
-		res, err := s.PushMany(context.Background(), &store.PushManyParams{Now: time.Now(),
+		res, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Now: time.Now(),
 			Items: []store.PushItem{storetest.Item("q", "p", i)}})
 		if err != nil || res[0].Status != store.PushQueued {
 			t.Fatalf("push through store %d: %v %+v", i, err, res)
@@ -97,7 +97,7 @@ func TestListen(t *testing.T) {
 	defer cancel()
 	// Create the queue and partition first: the timed push is a steady-state
 	// one. Its own notification goes out before anyone listens.
-	if _, err := a.PushMany(ctx, &store.PushManyParams{Now: time.Now(),
+	if _, err := a.MessagePushMany(ctx, &store.MessagePushManyParams{Now: time.Now(),
 		Items: []store.PushItem{storetest.Item("wake-me", "p", 0)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ waitReady:
 		}
 	}
 	start := time.Now()
-	if _, err := a.PushMany(ctx, &store.PushManyParams{Now: time.Now(),
+	if _, err := a.MessagePushMany(ctx, &store.MessagePushManyParams{Now: time.Now(),
 		Items: []store.PushItem{storetest.Item("wake-me", "p", 1)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestPopLatency10kPartitions(t *testing.T) {
 	fill10k(t, s, parts, perPart, now)
 	// The first pop joins the group (creates its 10,000 lanes).
 	start := time.Now()
-	if _, err := s.Pop(ctx, &store.PopParams{Queue: "big", ConsumerGroup: store.QueueMode, Batch: 10,
+	if _, err := s.LanePop(ctx, &store.LanePopParams{Queue: "big", ConsumerGroup: store.QueueMode, Batch: 10,
 		Partitions: 1, LeaseID: storetest.NewID(), Now: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestPopLatency10kPartitions(t *testing.T) {
 	for i := range pops {
 		lease := storetest.NewID()
 		start := time.Now()
-		res, err := s.Pop(ctx, &store.PopParams{Queue: "big", ConsumerGroup: store.QueueMode, Batch: 10,
+		res, err := s.LanePop(ctx, &store.LanePopParams{Queue: "big", ConsumerGroup: store.QueueMode, Batch: 10,
 			Partitions: 1, LeaseID: lease, Now: now.Add(time.Duration(i+1) * time.Millisecond)})
 		lat = append(lat, time.Since(start))
 		if err != nil {
@@ -195,7 +195,7 @@ func TestPopLatency10kPartitions(t *testing.T) {
 		// Ack half of them so that lanes both drain and stay leased.
 		if i%2 == 0 {
 			last := res.Messages[len(res.Messages)-1]
-			if _, err := s.AckMany(ctx, &store.AckManyParams{Now: now.Add(time.Duration(i+1) * time.Millisecond),
+			if _, err := s.MessageAckMany(ctx, &store.MessageAckManyParams{Now: now.Add(time.Duration(i+1) * time.Millisecond),
 				Acks: []store.Ack{storetest.AckOf(last, store.QueueMode, lease, store.AckCompleted)}}); err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func fill10k(t testing.TB, s *Store, parts, perPart int, now time.Time) {
 	start := time.Now()
 	var items []store.PushItem
 	flush := func() {
-		if _, err := s.PushMany(context.Background(), &store.PushManyParams{Items: items, Now: now}); err != nil {
+		if _, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Items: items, Now: now}); err != nil {
 			t.Fatal(err)
 		}
 		items = items[:0]

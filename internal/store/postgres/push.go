@@ -10,10 +10,10 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// PushMany stores a batch of messages. Concurrent calls are merged into
+// MessagePushMany stores a batch of messages. Concurrent calls are merged into
 // shared transactions by the batcher; the messages of one call share its
 // createdAt (p.Now).
-func (s *Store) PushMany(ctx context.Context, p *store.PushManyParams) ([]store.PushResult, error) {
+func (s *Store) MessagePushMany(ctx context.Context, p *store.MessagePushManyParams) ([]store.PushResult, error) {
 	if len(p.Items) == 0 {
 		return []store.PushResult{}, nil
 	}

@@ -42,7 +42,8 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 }
 
 // QueueDelete removes a queue with its partitions, messages, lanes and DLQ.
-func (s *Store) QueueDelete(ctx context.Context, name string) (bool, error) {
+func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bool, error) {
+	name := p.Name
 	var existed bool
 	err := s.inTx(ctx, "delete queue", func(t *txn) error {
 		existed = false

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,28 +16,28 @@ const (
 )
 
 // SettingGet reads a broker-wide setting.
-func (s *Store) SettingGet(ctx context.Context, key string) (string, error) {
+func (s *Store) SettingGet(ctx context.Context, p *store.SettingGetParams) (string, error) {
 	if s.closed() {
 		return "", store.ErrClosed
 	}
 	var v string
-	err := s.pool.QueryRow(ctx, sqlSettingGet, key).Scan(&v)
+	err := s.pool.QueryRow(ctx, sqlSettingGet, p.Key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {
-		return "", wrapErr("postgres: read setting "+key, err)
+		return "", wrapErr("postgres: read setting "+p.Key, err)
 	}
 	return v, nil
 }
 
 // SettingSet stores a broker-wide setting.
-func (s *Store) SettingSet(ctx context.Context, key, value string) error {
+func (s *Store) SettingSet(ctx context.Context, p *store.SettingSetParams) error {
 	if s.closed() {
 		return store.ErrClosed
 	}
-	if _, err := s.pool.Exec(ctx, sqlSettingSet, key, value, time.Now().UnixMilli()); err != nil {
-		return wrapErr("postgres: write setting "+key, err)
+	if _, err := s.pool.Exec(ctx, sqlSettingSet, p.Key, p.Value, p.Now.UnixMilli()); err != nil {
+		return wrapErr("postgres: write setting "+p.Key, err)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestTwoStoresShareQueue(t *testing.T) {
 				for k := range 5 {
 					items = append(items, storetest.Item("shared", fmt.Sprintf("p%02d", p), m+k))
 				}
-				if _, err := s.PushMany(ctx, &store.PushManyParams{Items: items, Now: time.Now()}); err != nil {
+				if _, err := s.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: time.Now()}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -48,7 +48,7 @@ func TestTwoStoresShareQueue(t *testing.T) {
 			s := stores[c%2]
 			for delivered.Load() < parts*perPart && time.Now().Before(deadline) {
 				lease := storetest.NewID()
-				res, err := s.Pop(ctx, &store.PopParams{Queue: "shared", ConsumerGroup: "g", Batch: 7,
+				res, err := s.LanePop(ctx, &store.LanePopParams{Queue: "shared", ConsumerGroup: "g", Batch: 7,
 					Partitions: 2, LeaseID: lease, Now: time.Now()})
 				if err != nil {
 					t.Error(err)
@@ -81,7 +81,7 @@ func TestTwoStoresShareQueue(t *testing.T) {
 					holding.Delete(pid)
 					acks = append(acks, storetest.AckOf(m, "g", lease, store.AckCompleted))
 				}
-				res2, err := s.AckMany(ctx, &store.AckManyParams{Acks: acks, Now: time.Now()})
+				res2, err := s.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: acks, Now: time.Now()})
 				if err != nil {
 					t.Error(err)
 					return

@@ -11,8 +11,8 @@ import (
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
-// AckMany commits a batch of acknowledgements in one transaction.
-func (s *Store) AckMany(ctx context.Context, p *store.AckManyParams) ([]store.AckResult, error) {
+// MessageAckMany commits a batch of acknowledgements in one transaction.
+func (s *Store) MessageAckMany(ctx context.Context, p *store.MessageAckManyParams) ([]store.AckResult, error) {
 	var out []store.AckResult
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		var err error
@@ -180,9 +180,9 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 	return out, err
 }
 
-// Transaction runs pushes and acks in one savepoint: any failure rolls back
+// TxRun runs pushes and acks in one savepoint: any failure rolls back
 // all of them.
-func (s *Store) Transaction(ctx context.Context, p *store.TransactionParams) ([]store.TxOpResult, error) {
+func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpResult, error) {
 	var out []store.TxOpResult
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)

@@ -36,7 +36,7 @@ func BenchmarkStorePushMany(b *testing.B) {
 					items[i] = store.PushItem{Queue: "bench", Partition: fmt.Sprint("p", (int(n)+i)%16),
 						MessageID: id, TransactionID: id, Payload: payload}
 				}
-				if _, err := st.PushMany(ctx, &store.PushManyParams{Items: items, Now: time.Now()}); err != nil {
+				if _, err := st.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: time.Now()}); err != nil {
 					b.Error(err)
 					return
 				}

@@ -11,8 +11,8 @@ import (
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
-// Pop claims lanes and reads their messages in one transaction.
-func (s *Store) Pop(ctx context.Context, p *store.PopParams) (*store.PopResult, error) {
+// LanePop claims lanes and reads their messages in one transaction.
+func (s *Store) LanePop(ctx context.Context, p *store.LanePopParams) (*store.PopResult, error) {
 	var out *store.PopResult
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		var err error
@@ -29,7 +29,7 @@ type candidate struct {
 	state      lane.State
 }
 
-func (t *txn) pop(p *store.PopParams) (*store.PopResult, error) {
+func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
 	names := []string{p.Queue}
 	if p.Queue == "" {
 		var err error
@@ -123,7 +123,7 @@ func (t *txn) queuesMatching(namespace, task string) ([]string, error) {
 }
 
 // candidates lists the ready lanes of q worth trying, or just the pinned one.
-func (t *txn) candidates(q *queueRow, p *store.PopParams, pinned int64, limit int) ([]candidate, error) {
+func (t *txn) candidates(q *queueRow, p *store.LanePopParams, pinned int64, limit int) ([]candidate, error) {
 	nowMs := p.Now.UnixMilli()
 	settled := nowMs - int64(q.opts.WindowBuffer)*1000
 	var rows *sql.Rows
@@ -158,7 +158,7 @@ func (t *txn) candidates(q *queueRow, p *store.PopParams, pinned int64, limit in
 // recorded as a group too, always reads from the beginning). Partitions
 // created later get their lanes when they are created, read from their
 // beginning.
-func (t *txn) join(q *queueRow, p *store.PopParams) error {
+func (t *txn) join(q *queueRow, p *store.LanePopParams) error {
 	key := groupKey{q.id, p.ConsumerGroup}
 	if _, ok := t.cache.groups[key]; ok {
 		return nil
@@ -184,7 +184,7 @@ func (t *txn) join(q *queueRow, p *store.PopParams) error {
 
 // claim settles a stale lease on the lane, reads up to budget visible
 // messages after its cursor and leases them (or commits them, for autoAck).
-func (t *txn) claim(q *queueRow, c *candidate, p *store.PopParams, budget int) ([]store.Message, error) {
+func (t *txn) claim(q *queueRow, c *candidate, p *store.LanePopParams, budget int) ([]store.Message, error) {
 	nowMs := p.Now.UnixMilli()
 	st := &c.state
 	dirty := false

@@ -9,8 +9,8 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// PushMany stores a batch of messages in one transaction.
-func (s *Store) PushMany(ctx context.Context, p *store.PushManyParams) ([]store.PushResult, error) {
+// MessagePushMany stores a batch of messages in one transaction.
+func (s *Store) MessagePushMany(ctx context.Context, p *store.MessagePushManyParams) ([]store.PushResult, error) {
 	var out []store.PushResult
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		var err error

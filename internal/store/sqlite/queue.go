@@ -44,7 +44,8 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 }
 
 // QueueDelete removes a queue with its partitions, messages, lanes and DLQ.
-func (s *Store) QueueDelete(ctx context.Context, name string) (bool, error) {
+func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bool, error) {
+	name := p.Name
 	var existed bool
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)

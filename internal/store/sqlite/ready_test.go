@@ -28,10 +28,10 @@ func openTest(t *testing.T, dir string) *Store {
 
 // popAll pops once and acks everything it got; it returns the transaction
 // ids, sorted.
-func popAck(t *testing.T, s *Store, p *store.PopParams) []string {
+func popAck(t *testing.T, s *Store, p *store.LanePopParams) []string {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.Pop(ctx, p)
+	res, err := s.LanePop(ctx, p)
 	if err != nil {
 		t.Fatalf("Pop(%s): %v", p.ConsumerGroup, err)
 	}
@@ -43,7 +43,7 @@ func popAck(t *testing.T, s *Store, p *store.PopParams) []string {
 			PartitionID: m.PartitionID, TransactionID: m.TransactionID})
 	}
 	if len(acks) > 0 {
-		out, err := s.AckMany(ctx, &store.AckManyParams{Acks: acks, Now: p.Now})
+		out, err := s.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: acks, Now: p.Now})
 		if err != nil {
 			t.Fatalf("AckMany: %v", err)
 		}
@@ -57,8 +57,8 @@ func popAck(t *testing.T, s *Store, p *store.PopParams) []string {
 	return ids
 }
 
-func popParams(queue, group string, now time.Time) *store.PopParams {
-	return &store.PopParams{Queue: queue, ConsumerGroup: group, Batch: 100, Partitions: 100,
+func popParams(queue, group string, now time.Time) *store.LanePopParams {
+	return &store.LanePopParams{Queue: queue, ConsumerGroup: group, Batch: 100, Partitions: 100,
 		LeaseID: uuid.NewString(), Now: now}
 }
 
@@ -74,7 +74,7 @@ func TestPopCostWithManyPartitions(t *testing.T) {
 	payload := []byte(`{"n":1}`)
 	var items []store.PushItem
 	flush := func() {
-		if _, err := s.PushMany(ctx, &store.PushManyParams{Items: items, Now: time.Now()}); err != nil {
+		if _, err := s.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: time.Now()}); err != nil {
 			t.Fatalf("PushMany: %v", err)
 		}
 		items = items[:0]
@@ -99,7 +99,7 @@ func TestPopCostWithManyPartitions(t *testing.T) {
 			p := popParams("wide", group, time.Now())
 			p.Partitions = 1
 			start := time.Now()
-			res, err := s.Pop(ctx, p)
+			res, err := s.LanePop(ctx, p)
 			lat = append(lat, time.Since(start))
 			if err != nil {
 				t.Fatalf("Pop: %v", err)
@@ -112,7 +112,7 @@ func TestPopCostWithManyPartitions(t *testing.T) {
 				acks = append(acks, store.Ack{ConsumerGroup: group, LeaseID: p.LeaseID,
 					PartitionID: m.PartitionID, TransactionID: m.TransactionID})
 			}
-			if _, err := s.AckMany(ctx, &store.AckManyParams{Acks: acks, Now: time.Now()}); err != nil {
+			if _, err := s.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: acks, Now: time.Now()}); err != nil {
 				t.Fatalf("AckMany: %v", err)
 			}
 		}
@@ -254,7 +254,7 @@ func TestMigrateReadyLanes(t *testing.T) {
 	}
 
 	// New messages on an old partition and on a new one reach every group.
-	_, err = s.PushMany(ctx, &store.PushManyParams{Now: now, Items: []store.PushItem{
+	_, err = s.MessagePushMany(ctx, &store.MessagePushManyParams{Now: now, Items: []store.PushItem{
 		{Queue: "q", Partition: "b", MessageID: "n1", TransactionID: "n1", Payload: []byte("1")},
 		{Queue: "q", Partition: "e", MessageID: "n2", TransactionID: "n2", Payload: []byte("2")},
 	}})
@@ -267,7 +267,7 @@ func TestMigrateReadyLanes(t *testing.T) {
 		}
 	}
 
-	if ok, err := s.QueueDelete(ctx, "q"); err != nil || !ok {
+	if ok, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Now: time.Now()}); err != nil || !ok {
 		t.Fatalf("QueueDelete: %v %v", ok, err)
 	}
 	if n := count(`SELECT count(*) FROM lanes`) + count(`SELECT count(*) FROM consumer_groups`); n != 0 {
@@ -284,7 +284,7 @@ func TestJoinSeedsOnlyExistingLanes(t *testing.T) {
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	push := func(at time.Time, part, id string) {
 		t.Helper()
-		_, err := s.PushMany(ctx, &store.PushManyParams{Now: at, Items: []store.PushItem{
+		_, err := s.MessagePushMany(ctx, &store.MessagePushManyParams{Now: at, Items: []store.PushItem{
 			{Queue: "q", Partition: part, MessageID: id, TransactionID: id, Payload: []byte("1")}}})
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/queen-go/queen/internal/store"
 )
 
 const (
@@ -16,23 +17,23 @@ const (
 
 // SettingGet reads a setting through the read-only connection, so it never
 // waits behind the writer.
-func (s *Store) SettingGet(ctx context.Context, key string) (string, error) {
+func (s *Store) SettingGet(ctx context.Context, p *store.SettingGetParams) (string, error) {
 	var v string
-	err := s.reader.QueryRowContext(ctx, sqlSettingGet, key).Scan(&v)
+	err := s.reader.QueryRowContext(ctx, sqlSettingGet, p.Key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read setting %s: %w", key, err)
+		return "", fmt.Errorf("read setting %s: %w", p.Key, err)
 	}
 	return v, nil
 }
 
 // SettingSet stores a setting durably.
-func (s *Store) SettingSet(ctx context.Context, key, value string) error {
+func (s *Store) SettingSet(ctx context.Context, p *store.SettingSetParams) error {
 	return s.run(ctx, durable, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, sqlSettingSet, key, value, time.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("write setting %s: %w", key, err)
+		if _, err := tx.ExecContext(ctx, sqlSettingSet, p.Key, p.Value, p.Now.UnixMilli()); err != nil {
+			return fmt.Errorf("write setting %s: %w", p.Key, err)
 		}
 		return nil
 	})

@@ -394,3 +394,27 @@ func migrate(ctx context.Context, db *sql.DB, last int) error {
 	}
 	return nil
 }
+
+// JobLockTry always grants the lock: an embedded store has one broker (the
+// data folder's lock file keeps a second one out).
+func (s *Store) JobLockTry(ctx context.Context, name string) (func(), bool, error) {
+	return func() {}, true, nil
+}
+
+// Listen returns nil when ctx ends: no other broker shares an embedded
+// store, and this broker wakes its own waiters.
+func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
+	select {
+	case <-ctx.Done():
+	case <-s.closing:
+	}
+	return nil
+}
+
+// PoolStats reports the single writer connection.
+func (s *Store) PoolStats() store.PoolStats { return store.PoolStats{Size: 1} }
+
+// QueuePurge is not needed yet: QueueDelete removes everything at once.
+func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
+	return &store.QueuePurgeResult{}, nil
+}

@@ -47,9 +47,9 @@ func runConcurrency(t *testing.T, newStore func(t *testing.T) store.Store) {
 		for w := range workers {
 			wg.Go(func() {
 				for delivered.Load() < total && ctx.Err() == nil {
-					p := &store.PopParams{Queue: "q", ConsumerGroup: "g", Batch: 7 + w, Partitions: 1 + w%3,
+					p := &store.LanePopParams{Queue: "q", ConsumerGroup: "g", Batch: 7 + w, Partitions: 1 + w%3,
 						LeaseID: NewID(), Now: now}
-					res, err := s.Pop(ctx, p)
+					res, err := s.LanePop(ctx, p)
 					if err != nil {
 						t.Errorf("worker %d: Pop: %v", w, err)
 						return
@@ -81,7 +81,7 @@ func runConcurrency(t *testing.T, newStore func(t *testing.T) store.Store) {
 					for i, m := range res.Messages {
 						acks[i] = AckOf(m, "g", p.LeaseID, store.AckCompleted)
 					}
-					out, err := s.AckMany(ctx, &store.AckManyParams{Acks: acks, Now: now})
+					out, err := s.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: acks, Now: now})
 					if err != nil {
 						t.Errorf("worker %d: AckMany: %v", w, err)
 						return
@@ -129,7 +129,7 @@ func runConcurrency(t *testing.T, newStore func(t *testing.T) store.Store) {
 			wg.Go(func() {
 				it := Item("q", "p", 0)
 				it.TransactionID = txn
-				res, err := s.PushMany(context.Background(), &store.PushManyParams{Items: []store.PushItem{it}, Now: T0})
+				res, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Items: []store.PushItem{it}, Now: T0})
 				if err != nil {
 					t.Errorf("PushMany: %v", err)
 					return

@@ -181,7 +181,7 @@ func runPop(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("AutoAck", func(t *testing.T) {
 		s := setup(t, newStore)
 		items := Push(t, s, "q", "p", 5)
-		p := &store.PopParams{Queue: "q", ConsumerGroup: store.QueueMode, Batch: 3, Partitions: 1, AutoAck: true, Now: At(time.Second)}
+		p := &store.LanePopParams{Queue: "q", ConsumerGroup: store.QueueMode, Batch: 3, Partitions: 1, AutoAck: true, Now: At(time.Second)}
 		auto := Pop(t, s, p)
 		wantIDs(t, "first autoAck pop", auto, items[:3]...)
 		// Nothing is leased: the next pop carries on after the commit.
@@ -192,9 +192,9 @@ func runPop(t *testing.T, newStore func(t *testing.T) store.Store) {
 		res := Ack(t, s, At(time.Second), AckOf(auto[2], store.QueueMode, "", store.AckCompleted))
 		wantVerdict(t, "re-ack of the autoAcked batch end", res[0], vDup)
 		// Far in the future: nothing autoAcked comes back.
-		p3 := &store.PopParams{Queue: "q", ConsumerGroup: "other", Batch: 10, Partitions: 1, AutoAck: true, Now: At(time.Hour)}
+		p3 := &store.LanePopParams{Queue: "q", ConsumerGroup: "other", Batch: 10, Partitions: 1, AutoAck: true, Now: At(time.Hour)}
 		wantIDs(t, "autoAck pop by another group", Pop(t, s, p3), items...)
-		p4 := &store.PopParams{Queue: "q", ConsumerGroup: "other", Batch: 10, Partitions: 1, AutoAck: true, Now: At(2 * time.Hour)}
+		p4 := &store.LanePopParams{Queue: "q", ConsumerGroup: "other", Batch: 10, Partitions: 1, AutoAck: true, Now: At(2 * time.Hour)}
 		wantEmpty(t, "autoAck pop after everything was delivered", Pop(t, s, p4))
 	})
 

@@ -34,7 +34,7 @@ func runPush(t *testing.T, newStore func(t *testing.T) store.Store) {
 
 	t.Run("EmptyBatch", func(t *testing.T) {
 		s := setup(t, newStore)
-		res, err := s.PushMany(context.Background(), &store.PushManyParams{Now: T0})
+		res, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Now: T0})
 		if err != nil {
 			t.Fatalf("PushMany of no items: %v", err)
 		}
@@ -86,7 +86,7 @@ func runPush(t *testing.T, newStore func(t *testing.T) store.Store) {
 		again := Item("q", "p", 1)
 		again.TransactionID = first.TransactionID
 		fresh := Item("q", "p", 2)
-		res2, err := s.PushMany(context.Background(), &store.PushManyParams{
+		res2, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{
 			Items: []store.PushItem{again, fresh}, Now: At(time.Second)})
 		if err != nil {
 			t.Fatalf("PushMany: %v", err)

@@ -87,19 +87,19 @@ func runQueue(t *testing.T, newStore func(t *testing.T) store.Store) {
 
 	t.Run("Delete", func(t *testing.T) {
 		s := setup(t, newStore)
-		existed, err := s.QueueDelete(ctx, "q")
+		existed, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Tenant: store.DefaultTenant, Now: T0})
 		if err != nil || existed {
 			t.Fatalf("QueueDelete of a missing queue: existed %v err %v, want false nil", existed, err)
 		}
 		items := Push(t, s, "q", "p", 3)
 		keep := Push(t, s, "other", "p", 1)
 		popAll(t, s, "q", "p", g, T0)
-		existed, err = s.QueueDelete(ctx, "q")
+		existed, err = s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Tenant: store.DefaultTenant, Now: T0})
 		if err != nil || !existed {
 			t.Fatalf("QueueDelete: existed %v err %v, want true nil", existed, err)
 		}
 		wantEmpty(t, "pop of a deleted queue", Pop(t, s, PopParams("q", g, At(time.Second))))
-		existed, err = s.QueueDelete(ctx, "q")
+		existed, err = s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Tenant: store.DefaultTenant, Now: T0})
 		if err != nil || existed {
 			t.Errorf("second QueueDelete: existed %v err %v, want false nil", existed, err)
 		}
@@ -114,7 +114,7 @@ func runQueue(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("DeleteThenConfigure", func(t *testing.T) {
 		s := setup(t, newStore)
 		first := Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.Priority = 4 }))
-		if _, err := s.QueueDelete(ctx, "q"); err != nil {
+		if _, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Tenant: store.DefaultTenant, Now: T0}); err != nil {
 			t.Fatalf("QueueDelete: %v", err)
 		}
 		second := Configure(t, s, "q", store.DefaultQueueOptions())

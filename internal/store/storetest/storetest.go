@@ -96,7 +96,7 @@ func PushAt(t testing.TB, s store.Store, now time.Time, queue, partition string,
 // queued.
 func PushItems(t testing.TB, s store.Store, now time.Time, items ...store.PushItem) []store.PushResult {
 	t.Helper()
-	res, err := s.PushMany(context.Background(), &store.PushManyParams{Items: items, Now: now})
+	res, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Items: items, Now: now})
 	if err != nil {
 		t.Fatalf("PushMany(%d items): %v", len(items), err)
 	}
@@ -114,16 +114,16 @@ func PushItems(t testing.TB, s store.Store, now time.Time, items ...store.PushIt
 
 // PopParams returns the params of a leased pop of one message from one lane
 // of queue by group at now, with a fresh lease id.
-func PopParams(queue, group string, now time.Time) *store.PopParams {
-	return &store.PopParams{
+func PopParams(queue, group string, now time.Time) *store.LanePopParams {
+	return &store.LanePopParams{
 		Queue: queue, ConsumerGroup: group, Batch: 1, Partitions: 1, LeaseID: NewID(), Now: now,
 	}
 }
 
 // Pop runs p and returns its messages; an empty pop returns nil.
-func Pop(t testing.TB, s store.Store, p *store.PopParams) []store.Message {
+func Pop(t testing.TB, s store.Store, p *store.LanePopParams) []store.Message {
 	t.Helper()
-	res, err := s.Pop(context.Background(), p)
+	res, err := s.LanePop(context.Background(), p)
 	if err != nil {
 		t.Fatalf("Pop(queue=%q partition=%q group=%q): %v", p.Queue, p.Partition, p.ConsumerGroup, err)
 	}
@@ -144,7 +144,7 @@ func AckOf(m store.Message, group, leaseID string, status store.AckStatus) store
 // Ack commits acks in one call at now and returns the verdicts.
 func Ack(t testing.TB, s store.Store, now time.Time, acks ...store.Ack) []store.AckResult {
 	t.Helper()
-	res, err := s.AckMany(context.Background(), &store.AckManyParams{Acks: acks, Now: now})
+	res, err := s.MessageAckMany(context.Background(), &store.MessageAckManyParams{Acks: acks, Now: now})
 	if err != nil {
 		t.Fatalf("AckMany(%d acks): %v", len(acks), err)
 	}
@@ -301,14 +301,14 @@ func runStore(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if err := s.Ping(ctx); !errors.Is(err, store.ErrClosed) {
 			t.Errorf("Ping after Close: got %v, want store.ErrClosed", err)
 		}
-		_, err := s.PushMany(ctx, &store.PushManyParams{Items: []store.PushItem{Item("q", "p", 0)}, Now: T0})
+		_, err := s.MessagePushMany(ctx, &store.MessagePushManyParams{Items: []store.PushItem{Item("q", "p", 0)}, Now: T0})
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("PushMany after Close: got %v, want store.ErrClosed", err)
 		}
-		if _, err := s.Pop(ctx, PopParams("q", store.QueueMode, T0)); !errors.Is(err, store.ErrClosed) {
+		if _, err := s.LanePop(ctx, PopParams("q", store.QueueMode, T0)); !errors.Is(err, store.ErrClosed) {
 			t.Errorf("Pop after Close: got %v, want store.ErrClosed", err)
 		}
-		_, err = s.AckMany(ctx, &store.AckManyParams{Acks: []store.Ack{{TransactionID: "t", PartitionID: "p"}}, Now: T0})
+		_, err = s.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: []store.Ack{{TransactionID: "t", PartitionID: "p"}}, Now: T0})
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("AckMany after Close: got %v, want store.ErrClosed", err)
 		}

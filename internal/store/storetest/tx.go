@@ -34,7 +34,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 		m, lease := popAll(t, s, "src", "p", g, At(time.Second))
 		out1, out2 := Item("dst", "x", 1), Item("dst", "y", 2)
 		ack := AckOf(m[1], g, lease, store.AckCompleted)
-		res, err := s.Transaction(ctx, &store.TransactionParams{
+		res, err := s.TxRun(ctx, &store.TxRunParams{
 			Now:            At(2 * time.Second),
 			Ops:            []store.TxOp{{Items: []store.PushItem{out1, out2}}, {Ack: &ack}},
 			RequiredLeases: []string{lease},
@@ -71,7 +71,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 		items := Push(t, s, "src", "p", 1)
 		ack := store.Ack{TransactionID: items[0].TransactionID, PartitionID: pushPartition(t, s, "src", "p"),
 			ConsumerGroup: g, Status: store.AckCompleted}
-		res, err := s.Transaction(ctx, &store.TransactionParams{
+		res, err := s.TxRun(ctx, &store.TxRunParams{
 			Now:            At(time.Second),
 			Ops:            []store.TxOp{{Items: []store.PushItem{Item("dst", "p", 0)}}, {Ack: &ack}},
 			RequiredLeases: []string{"no-such-lease"},
@@ -86,7 +86,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 		items := Push(t, s, "src", "p", 1)
 		m, lease := popAll(t, s, "src", "p", g, T0)
 		ack := AckOf(m[0], g, "", store.AckCompleted)
-		res, err := s.Transaction(ctx, &store.TransactionParams{
+		res, err := s.TxRun(ctx, &store.TxRunParams{
 			Now:            At(10 * time.Second),
 			Ops:            []store.TxOp{{Ack: &ack}, {Items: []store.PushItem{Item("dst", "p", 0)}}},
 			RequiredLeases: []string{lease},
@@ -103,7 +103,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 		part := pushPartition(t, s, "src", "p")
 		good := store.Ack{TransactionID: items[0].TransactionID, PartitionID: part, ConsumerGroup: g}
 		bad := store.Ack{TransactionID: "no-such-transaction", PartitionID: part, ConsumerGroup: g}
-		res, err := s.Transaction(ctx, &store.TransactionParams{
+		res, err := s.TxRun(ctx, &store.TxRunParams{
 			Now: At(time.Second),
 			Ops: []store.TxOp{{Ack: &good}, {Items: []store.PushItem{Item("dst", "p", 0)}}, {Ack: &bad}},
 		})
@@ -116,7 +116,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 		Push(t, s, "src", "p", 1)
 		m, lease := popAll(t, s, "src", "p", g, T0)
 		wrong := AckOf(m[0], g, "not-"+lease, store.AckCompleted)
-		res, err := s.Transaction(ctx, &store.TransactionParams{
+		res, err := s.TxRun(ctx, &store.TxRunParams{
 			Now: At(time.Second),
 			Ops: []store.TxOp{{Items: []store.PushItem{Item("dst", "p", 0)}}, {Ack: &wrong}},
 		})
@@ -132,7 +132,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 		fresh := Item("q", "p", 1)
 		dup := Item("q", "p", 2)
 		dup.TransactionID = items[0].TransactionID
-		res, err := s.Transaction(ctx, &store.TransactionParams{
+		res, err := s.TxRun(ctx, &store.TxRunParams{
 			Now: At(time.Second),
 			Ops: []store.TxOp{{Items: []store.PushItem{fresh}}, {Items: []store.PushItem{dup}}},
 		})
@@ -153,7 +153,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 			m, lease := popAll(t, s, "q", "p", g, now)
 			wantIDs(t, "delivery", m, items...)
 			failed := AckOf(m[0], g, lease, store.AckFailed)
-			res, err := s.Transaction(ctx, &store.TransactionParams{
+			res, err := s.TxRun(ctx, &store.TxRunParams{
 				Now: now, Ops: []store.TxOp{{Ack: &failed}}, RequiredLeases: []string{lease},
 			})
 			if err != nil {
@@ -167,7 +167,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 
 	t.Run("StoreUsableAfterAbort", func(t *testing.T) {
 		s := setup(t, newStore)
-		_, err := s.Transaction(ctx, &store.TransactionParams{
+		_, err := s.TxRun(ctx, &store.TxRunParams{
 			Now: T0, Ops: []store.TxOp{{Items: []store.PushItem{Item("new-queue", "p", 0)}}},
 			RequiredLeases: []string{"missing"},
 		})
@@ -186,7 +186,7 @@ func runTx(t *testing.T, newStore func(t *testing.T) store.Store) {
 // other group's lane is touched).
 func pushPartition(t testing.TB, s store.Store, queue, part string) string {
 	t.Helper()
-	p := &store.PopParams{Queue: queue, Partition: part, ConsumerGroup: "storetest-probe", Batch: 1,
+	p := &store.LanePopParams{Queue: queue, Partition: part, ConsumerGroup: "storetest-probe", Batch: 1,
 		Partitions: 1, LeaseID: NewID(), Now: T0}
 	m := Pop(t, s, p)
 	if len(m) == 0 {

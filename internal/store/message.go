@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// MessageStore writes messages and commits acknowledgements.
+type MessageStore interface {
+	// MessageAckMany commits a batch of acknowledgements and returns one
+	// result per ack, in order.
+	MessageAckMany(ctx context.Context, p *MessageAckManyParams) ([]AckResult, error)
+	// MessagePushMany stores a batch of messages. Items carry broker-minted
+	// ids and are already free of duplicates within the batch.
+	MessagePushMany(ctx context.Context, p *MessagePushManyParams) ([]PushResult, error)
+}
+
+// PushItem is one message to store. MessageID and TransactionID are always
+// set by the broker.
+type PushItem struct {
+	MessageID     string
+	Namespace     string // used only when this push creates the queue
+	Partition     string
+	Payload       []byte // raw JSON
+	ProducerSub   string // "" means none
+	Queue         string
+	Task          string // used only when this push creates the queue
+	Tenant        string // owner of Queue
+	TraceID       string // "" means none
+	TransactionID string
+}
+
+// MessagePushManyParams is a batch of messages written with one createdAt.
+type MessagePushManyParams struct {
+	Items []PushItem
+	Now   time.Time
+}
+
+// PushStatus is the verdict on one pushed item.
+type PushStatus string
+
+// Push verdicts, as they appear on the wire.
+const (
+	PushBuffered  PushStatus = "buffered"
+	PushDuplicate PushStatus = "duplicate"
+	PushError     PushStatus = "error"
+	PushFailed    PushStatus = "failed"
+	PushQueued    PushStatus = "queued"
+)
+
+// PushResult is the outcome of one pushed item. For a duplicate, MessageID
+// is the id of the message already stored.
+type PushResult struct {
+	Error       string
+	MessageID   string
+	PartitionID string
+	Status      PushStatus
+}
+
+// AckStatus is a normalised acknowledgement status.
+type AckStatus int
+
+// Ack statuses. Their order is their precedence at the same offset.
+const (
+	AckCompleted AckStatus = iota
+	AckRetry
+	AckFailed
+	AckDLQ
+)
+
+// Ack is one acknowledgement.
+type Ack struct {
+	ConsumerGroup string
+	Error         string
+	LeaseID       string
+	PartitionID   string
+	Status        AckStatus
+	TransactionID string
+}
+
+// MessageAckManyParams is a batch of acknowledgements.
+type MessageAckManyParams struct {
+	Acks []Ack
+	Now  time.Time
+	// Tenant scopes the acks: a partitionId of another tenant's queue is
+	// unresolvable.
+	Tenant string
+}
+
+// AckResult is the verdict on one acknowledgement. Queue names the queue of
+// the acked lane ("" if unresolvable) so the broker can wake consumers when a
+// lease is released.
+type AckResult struct {
+	DLQ           bool
+	Error         string
+	LeaseReleased bool
+	Noop          bool
+	Queue         string
+	Success       bool
+}
+
+// Ack verdict texts.
+const (
+	ErrTextAlreadyCommitted = "already committed"
+	ErrTextCancelled        = "cancelled by a negative ack at a lower offset"
+	ErrTextInvalidLease     = "invalid or expired lease"
+	ErrTextUnresolvable     = "unresolvable"
+)
