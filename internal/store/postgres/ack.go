@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,7 +16,7 @@ func (s *Store) MessageAckMany(ctx context.Context, p *store.MessageAckManyParam
 	var out []store.AckResult
 	err := s.inRelaxedTx(ctx, "ack", func(t *txn) error {
 		var err error
-		out, err = t.ack(p.Acks, p.Now.UnixMilli())
+		out, err = t.ack(store.TenantOrDefault(p.Tenant), p.Acks, p.Now.UnixMilli())
 		return err
 	})
 	return out, err
@@ -46,9 +45,9 @@ type laneAcks struct {
 // ack resolves every ack and locks every lane it touches in two pipelined
 // statements, applies the lane rules to each lane once with all of its
 // acks, and writes lanes, dead letters and wake-ups in one more round trip.
-func (t *txn) ack(acks []store.Ack, nowMs int64) ([]store.AckResult, error) {
+func (t *txn) ack(tenant string, acks []store.Ack, nowMs int64) ([]store.AckResult, error) {
 	out := make([]store.AckResult, len(acks))
-	targets, states, err := t.resolveAcks(acks)
+	targets, states, err := t.resolveAcks(tenant, acks)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +71,7 @@ func (t *txn) ack(acks []store.Ack, nowMs int64) ([]store.AckResult, error) {
 	}
 	w := &laneWrites{}
 	for _, la := range order {
-		applyAcks(la, states[la.key], nowMs, out, w)
+		applyAcks(tenant, la, states[la.key], nowMs, out, w)
 	}
 	if err := t.writeLanes(w); err != nil {
 		return nil, err
@@ -81,7 +80,7 @@ func (t *txn) ack(acks []store.Ack, nowMs int64) ([]store.AckResult, error) {
 }
 
 // applyAcks runs lane.Apply on one lane and records verdicts and writes.
-func applyAcks(la *laneAcks, st lane.State, nowMs int64, out []store.AckResult, w *laneWrites) {
+func applyAcks(tenant string, la *laneAcks, st lane.State, nowMs int64, out []store.AckResult, w *laneWrites) {
 	before := st
 	verdicts, dead := lane.Apply(&st, la.acks, la.target.retryLimit, nowMs)
 	for j, v := range verdicts {
@@ -90,7 +89,7 @@ func applyAcks(la *laneAcks, st lane.State, nowMs int64, out []store.AckResult, 
 			LeaseReleased: v.LeaseReleased, DLQ: v.DLQ, Queue: la.target.queue,
 		}
 		if v.LeaseReleased {
-			w.wakeQueue(la.target.queue)
+			w.wakeQueue(store.QueueKey(tenant, la.target.queue))
 		}
 	}
 	for k := range dead {
@@ -108,14 +107,14 @@ func applyAcks(la *laneAcks, st lane.State, nowMs int64, out []store.AckResult, 
 // resolveAcks returns, per ack, its target (nil if the partition is
 // unknown), and the state of every lane touched, locked in key order. Lanes
 // that have no row yet (a group acking a queue it never popped) are created.
-func (t *txn) resolveAcks(acks []store.Ack) ([]*ackTarget, map[laneKey]lane.State, error) {
+func (t *txn) resolveAcks(tenant string, acks []store.Ack) ([]*ackTarget, map[laneKey]lane.State, error) {
 	puuids, txns, groups := make([]string, len(acks)), make([]string, len(acks)), make([]string, len(acks))
 	for i, a := range acks {
 		puuids[i], txns[i], groups[i] = a.PartitionID, a.TransactionID, a.ConsumerGroup
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlAckResolve, puuids, txns)
-	b.Queue(sqlLanesLock, puuids, groups)
+	b.Queue(sqlAckResolve, puuids, txns, tenant)
+	b.Queue(sqlLanesLock, puuids, groups, tenant)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()
 	targets, err := readTargets(br, len(acks))
@@ -130,7 +129,7 @@ func (t *txn) resolveAcks(acks []store.Ack) ([]*ackTarget, map[laneKey]lane.Stat
 		return nil, nil, fmt.Errorf("resolve acks: %w", err)
 	}
 	if missing := missingLanes(acks, targets, states); len(missing.pid) > 0 {
-		if states, err = t.createLanes(missing, puuids, groups); err != nil {
+		if states, err = t.createLanes(tenant, missing, puuids, groups); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -148,9 +147,9 @@ func readTargets(br pgx.BatchResults, n int) ([]*ackTarget, error) {
 		func() error {
 			limit, ok := retry[tg.queue]
 			if !ok {
-				var o store.QueueOptions
-				if err := json.Unmarshal(opts, &o); err != nil {
-					return fmt.Errorf("queue %q options: %w", tg.queue, err)
+				o, err := store.DecodeQueueOptions(opts)
+				if err != nil {
+					return fmt.Errorf("queue %q: %w", tg.queue, err)
 				}
 				limit, retry[tg.queue] = o.RetryLimit, o.RetryLimit
 			}
@@ -208,10 +207,10 @@ func missingLanes(acks []store.Ack, targets []*ackTarget, states map[laneKey]lan
 
 // createLanes inserts the missing lanes and locks all lanes again (those
 // already locked cost nothing more).
-func (t *txn) createLanes(m newLanes, puuids, groups []string) (map[laneKey]lane.State, error) {
+func (t *txn) createLanes(tenant string, m newLanes, puuids, groups []string) (map[laneKey]lane.State, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlLanesCreate, m.pid, m.group, m.queueID)
-	b.Queue(sqlLanesLock, puuids, groups)
+	b.Queue(sqlLanesLock, puuids, groups, tenant)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -230,7 +229,8 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 	err := s.inRelaxedTx(ctx, "extend lease", func(t *txn) error {
 		out = &store.LeaseExtendResult{}
 		nowMs := p.Now.UnixMilli()
-		rows, _ := t.tx.Query(t.ctx, sqlLeaseExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs)
+		rows, _ := t.tx.Query(t.ctx, sqlLeaseExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs,
+			store.TenantOrDefault(p.Tenant))
 		var earliest, exp int64
 		_, err := pgx.ForEachRow(rows, []any{&exp}, func() error {
 			if out.Renewed == 0 || exp < earliest {
@@ -258,11 +258,12 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 	err := s.inTx(ctx, "transaction", func(t *txn) error {
 		out = nil
 		nowMs := p.Now.UnixMilli()
-		if err := t.requireLeases(p.RequiredLeases, nowMs); err != nil {
+		tenant := store.TenantOrDefault(p.Tenant)
+		if err := t.requireLeases(tenant, p.RequiredLeases, nowMs); err != nil {
 			return err
 		}
 		for _, op := range p.Ops {
-			res, err := t.txOp(op, nowMs)
+			res, err := t.txOp(tenant, op, nowMs)
 			if err != nil {
 				return err
 			}
@@ -278,11 +279,11 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 
 // requireLeases locks the lanes of the required leases and fails the
 // transaction if any lease is not live.
-func (t *txn) requireLeases(ids []string, nowMs int64) error {
+func (t *txn) requireLeases(tenant string, ids []string, nowMs int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, _ := t.tx.Query(t.ctx, sqlLeasesLive, ids, nowMs)
+	rows, _ := t.tx.Query(t.ctx, sqlLeasesLive, ids, nowMs, tenant)
 	live, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return fmt.Errorf("check leases: %w", err)
@@ -301,9 +302,9 @@ func (t *txn) requireLeases(ids []string, nowMs int64) error {
 
 // txOp runs one operation of a transaction and turns a logical failure into
 // a *store.TxAbortError.
-func (t *txn) txOp(op store.TxOp, nowMs int64) ([]store.TxOpResult, error) {
+func (t *txn) txOp(tenant string, op store.TxOp, nowMs int64) ([]store.TxOpResult, error) {
 	if op.Ack != nil {
-		res, err := t.ack([]store.Ack{*op.Ack}, nowMs)
+		res, err := t.ack(tenant, []store.Ack{*op.Ack}, nowMs)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,11 @@ type partRef struct {
 	queueID int64
 }
 
+// queueName names a queue: names are unique per tenant.
+type queueName struct {
+	tenant, name string
+}
+
 type partKey struct {
 	queueID int64
 	name    string
@@ -30,7 +35,7 @@ type partKey struct {
 // the claim statement reads them afresh.
 type cache struct {
 	mu     sync.RWMutex
-	queues map[string]queueRef
+	queues map[queueName]queueRef
 	parts  map[partKey]partRef
 }
 
@@ -42,12 +47,12 @@ func newCache() *cache {
 
 func (c *cache) reset() {
 	c.mu.Lock()
-	c.queues = make(map[string]queueRef)
+	c.queues = make(map[queueName]queueRef)
 	c.parts = make(map[partKey]partRef)
 	c.mu.Unlock()
 }
 
-func (c *cache) queue(name string) (queueRef, bool) {
+func (c *cache) queue(name queueName) (queueRef, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	q, ok := c.queues[name]
@@ -61,7 +66,7 @@ func (c *cache) partition(k partKey) (partRef, bool) {
 	return p, ok
 }
 
-func (c *cache) putQueue(name string, q queueRef) {
+func (c *cache) putQueue(name queueName, q queueRef) {
 	c.mu.Lock()
 	c.queues[name] = q
 	c.mu.Unlock()
@@ -74,7 +79,7 @@ func (c *cache) putPartition(k partKey, p partRef) {
 }
 
 // forgetQueue drops a deleted queue and its partitions.
-func (c *cache) forgetQueue(name string) {
+func (c *cache) forgetQueue(name queueName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q, ok := c.queues[name]

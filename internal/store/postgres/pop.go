@@ -72,7 +72,7 @@ func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
 	if p.Queue != "" {
 		return ps.res, t.popFrom(ps, p.Queue, 0)
 	}
-	queues, err := t.queuesMatching(p.Namespace, p.Task)
+	queues, err := t.queuesMatching(store.TenantOrDefault(p.Tenant), p.Namespace, p.Task)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +93,8 @@ type namedQueue struct {
 	id   int64
 }
 
-func (t *txn) queuesMatching(namespace, task string) ([]namedQueue, error) {
-	rows, _ := t.tx.Query(t.ctx, sqlQueuesMatching, namespace, task)
+func (t *txn) queuesMatching(tenant, namespace, task string) ([]namedQueue, error) {
+	rows, _ := t.tx.Query(t.ctx, sqlQueuesMatching, tenant, namespace, task)
 	var out []namedQueue
 	var q namedQueue
 	_, err := pgx.ForEachRow(rows, []any{&q.name, &q.id}, func() error {
@@ -110,7 +110,8 @@ func (t *txn) queuesMatching(namespace, task string) ([]namedQueue, error) {
 // popFrom claims lanes of one queue (id 0: look it up by name, through the
 // cache): ask for candidate lanes and their messages until the pop is
 // satisfied or none are left, joining the group on its first pop.
-func (t *txn) popFrom(ps *popState, name string, id int64) error {
+func (t *txn) popFrom(ps *popState, queue string, id int64) error {
+	name := queueName{store.TenantOrDefault(ps.p.Tenant), queue}
 	fromCache := false
 	if id == 0 {
 		var err error
@@ -118,7 +119,7 @@ func (t *txn) popFrom(ps *popState, name string, id int64) error {
 			return err
 		}
 	}
-	q := &popQueue{id: id, name: name}
+	q := &popQueue{id: id, name: queue}
 	w := &laneWrites{}
 	tried := []int64{}
 	rounds := maxPopRounds
@@ -173,12 +174,12 @@ func (t *txn) popFrom(ps *popState, name string, id int64) error {
 // queueID returns the id of the queue called name, 0 if there is none, and
 // whether it came from the cache. Ids are never reused: a cached id either
 // names the queue or no row at all (claimRead then finds no queue).
-func (t *txn) queueID(name string) (int64, bool, error) {
+func (t *txn) queueID(name queueName) (int64, bool, error) {
 	if ref, ok := t.s.cache.queue(name); ok {
 		return ref.id, true, nil
 	}
 	var ref queueRef
-	err := t.tx.QueryRow(t.ctx, sqlQueueByName, name).Scan(&ref.id, &ref.uuid)
+	err := t.tx.QueryRow(t.ctx, sqlQueueByName, name.tenant, name.name).Scan(&ref.id, &ref.uuid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}

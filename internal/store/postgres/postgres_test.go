@@ -144,8 +144,8 @@ waitReady:
 	select {
 	case q := <-woken:
 		elapsed := time.Since(start)
-		if q != "wake-me" {
-			t.Fatalf("woken for %q, want wake-me", q)
+		if want := store.QueueKey(store.DefaultTenant, "wake-me"); q != want {
+			t.Fatalf("woken for %q, want %q", q, want)
 		}
 		t.Logf("push → wake through another store: %v", elapsed)
 		if elapsed > 50*time.Millisecond {

@@ -55,10 +55,11 @@ func (t *txn) push(entries []pushEntry) ([]store.PushResult, error) {
 // spots entries repeating an earlier one's message key (possible when the
 // batcher merges calls).
 func (t *txn) resolvePush(plan *pushPlan) error {
-	want := make(map[string]newQueue)
+	want := make(map[queueName]newQueue)
 	for _, e := range plan.entries {
-		if _, ok := want[e.item.Queue]; !ok {
-			want[e.item.Queue] = newQueue{namespace: e.item.Namespace, task: e.item.Task, atMs: e.atMs}
+		qn := queueName{store.TenantOrDefault(e.item.Tenant), e.item.Queue}
+		if _, ok := want[qn]; !ok {
+			want[qn] = newQueue{namespace: e.item.Namespace, task: e.item.Task, atMs: e.atMs}
 		}
 	}
 	queues, err := t.queues(want)
@@ -67,7 +68,8 @@ func (t *txn) resolvePush(plan *pushPlan) error {
 	}
 	keys := make([]partKey, len(plan.entries))
 	for i, e := range plan.entries {
-		keys[i] = partKey{queues[e.item.Queue].id, partitionName(e.item.Partition)}
+		keys[i] = partKey{queues[queueName{store.TenantOrDefault(e.item.Tenant), e.item.Queue}].id,
+			partitionName(e.item.Partition)}
 	}
 	parts, err := t.partitions(keys, plan.entries[0].atMs)
 	if err != nil {
@@ -129,8 +131,8 @@ func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 		}
 		rows.add(plan.parts[i].id, i, e)
 		pids = append(pids, plan.parts[i].id)
-		if !slices.Contains(queues, e.item.Queue) {
-			queues = append(queues, e.item.Queue)
+		if k := store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue); !slices.Contains(queues, k) {
+			queues = append(queues, k)
 		}
 	}
 	slices.Sort(pids)

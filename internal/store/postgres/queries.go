@@ -15,23 +15,26 @@ const (
 	// Queues created by a push get default options; ON CONFLICT waits for a
 	// concurrent creator, and sqlQueuesByName (a later statement, so a later
 	// snapshot) then sees its row.
-	sqlQueuesInsert = `INSERT INTO queues (uuid, name, namespace, task, priority, options, created_at)
-		SELECT u.uuid, u.name, u.namespace, u.task, 0, $5::jsonb, u.at
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bigint[]) AS u(uuid, name, namespace, task, at)
-		ORDER BY u.name
-		ON CONFLICT (name) DO NOTHING`
-	sqlQueuesByName = `SELECT id, uuid, name FROM queues WHERE name = ANY($1::text[])`
+	sqlQueuesInsert = `INSERT INTO queues (uuid, tenant, name, namespace, task, priority, options, created_at)
+		SELECT u.uuid, u.tenant, u.name, u.namespace, u.task, 0, $6::jsonb, u.at
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::bigint[])
+			AS u(uuid, tenant, name, namespace, task, at)
+		ORDER BY u.tenant, u.name
+		ON CONFLICT (tenant, name) DO NOTHING`
+	sqlQueuesByName = `SELECT q.id, q.uuid, q.tenant, q.name
+		FROM queues q JOIN unnest($1::text[], $2::text[]) AS u(tenant, name)
+			ON q.tenant = u.tenant AND q.name = u.name`
 
-	sqlQueueUpsert = `INSERT INTO queues (uuid, name, namespace, task, priority, options, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task,
+	sqlQueueUpsert = `INSERT INTO queues (uuid, tenant, name, namespace, task, priority, options, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (tenant, name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task,
 			priority = excluded.priority, options = excluded.options
 		RETURNING id, uuid`
-	sqlQueueByName    = `SELECT id, uuid FROM queues WHERE name = $1`
+	sqlQueueByName    = `SELECT id, uuid FROM queues WHERE tenant = $1 AND name = $2`
 	sqlQueuesMatching = `SELECT name, id FROM queues
-		WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR task = $2)
+		WHERE tenant = $1 AND ($2 = '' OR namespace = $2) AND ($3 = '' OR task = $3)
 		ORDER BY priority DESC, name`
-	sqlQueueLockByName = `SELECT id FROM queues WHERE name = $1 FOR UPDATE`
+	sqlQueueLockByName = `SELECT id FROM queues WHERE tenant = $1 AND name = $2 FOR UPDATE`
 
 	sqlPartitionsInsert = `INSERT INTO partitions (uuid, queue_id, name, created_at)
 		SELECT u.uuid, u.queue_id, u.name, u.at
@@ -217,7 +220,7 @@ const (
 	sqlAckResolve = `SELECT a.ord, p.id, p.queue_id, p.last_offset, q.name, q.options, COALESCE(m.seq, 0)
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
 		JOIN partitions p ON p.uuid = a.partition_uuid
-		JOIN queues q ON q.id = p.queue_id
+		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
 		LEFT JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id`
 	// Lock the lanes an ack batch touches, in key order (no deadlocks
 	// between concurrent ack batches).
@@ -227,7 +230,8 @@ const (
 		WHERE (l.partition_id, l.consumer_group) IN
 			(SELECT p.id, a.consumer_group
 			FROM unnest($1::text[], $2::text[]) AS a(partition_uuid, consumer_group)
-			JOIN partitions p ON p.uuid = a.partition_uuid)
+			JOIN partitions p ON p.uuid = a.partition_uuid
+			JOIN queues q ON q.id = p.queue_id AND q.tenant = $3)
 		ORDER BY l.partition_id, l.consumer_group
 		FOR UPDATE OF l`
 	// Lanes acked by a group that never popped the queue. They start ready:
@@ -240,11 +244,13 @@ const (
 	sqlLeaseExtend = `UPDATE lanes l SET lease_expires_at = greatest(l.lease_expires_at, $1)
 		FROM (SELECT partition_id, consumer_group FROM lanes
 			WHERE lease_id = $2 AND lease_expires_at > $3
+			  AND queue_id IN (SELECT id FROM queues WHERE tenant = $4)
 			ORDER BY 1, 2 FOR UPDATE) x
 		WHERE l.partition_id = x.partition_id AND l.consumer_group = x.consumer_group
 		RETURNING l.lease_expires_at`
 	sqlLeasesLive = `SELECT DISTINCT lease_id FROM (
 			SELECT lease_id FROM lanes WHERE lease_id = ANY($1::text[]) AND lease_expires_at > $2
+			  AND queue_id IN (SELECT id FROM queues WHERE tenant = $3)
 			ORDER BY partition_id, consumer_group FOR UPDATE) x`
 )
 

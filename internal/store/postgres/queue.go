@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,18 +14,16 @@ import (
 
 // QueueConfigure creates the queue if needed and replaces all its options.
 func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParams) (*store.Queue, error) {
-	opts, err := json.Marshal(p.Options)
-	if err != nil {
-		return nil, err
-	}
+	opts := store.EncodeQueueOptions(p.Options)
+	name := queueName{store.TenantOrDefault(p.Tenant), p.Name}
 	var out *store.Queue
-	err = s.inTx(ctx, "configure queue", func(t *txn) error {
+	err := s.inTx(ctx, "configure queue", func(t *txn) error {
 		q := queueRef{}
-		if err := t.tx.QueryRow(t.ctx, sqlQueueUpsert, newUUID(), p.Name, p.Namespace, p.Task,
+		if err := t.tx.QueryRow(t.ctx, sqlQueueUpsert, newUUID(), name.tenant, p.Name, p.Namespace, p.Task,
 			p.Options.Priority, opts, p.Now.UnixMilli()).Scan(&q.id, &q.uuid); err != nil {
 			return fmt.Errorf("upsert queue: %w", err)
 		}
-		t.learn(func(c *cache) { c.putQueue(p.Name, q) })
+		t.learn(func(c *cache) { c.putQueue(name, q) })
 		k := partKey{q.id, store.DefaultPartition}
 		parts, err := t.partitions([]partKey{k}, p.Now.UnixMilli())
 		if err != nil {
@@ -34,7 +31,7 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 		}
 		out = &store.Queue{
 			ID: q.uuid, Name: p.Name, Namespace: p.Namespace, Task: p.Task,
-			Options: p.Options, DefaultPartitionID: parts[k].uuid,
+			Options: p.Options, DefaultPartitionID: parts[k].uuid, Tenant: name.tenant,
 		}
 		return nil
 	})
@@ -43,12 +40,12 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 
 // QueueDelete removes a queue with its partitions, messages, lanes and DLQ.
 func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bool, error) {
-	name := p.Name
+	name := queueName{store.TenantOrDefault(p.Tenant), p.Name}
 	var existed bool
 	err := s.inTx(ctx, "delete queue", func(t *txn) error {
 		existed = false
 		var id int64
-		err := t.tx.QueryRow(t.ctx, sqlQueueLockByName, name).Scan(&id)
+		err := t.tx.QueryRow(t.ctx, sqlQueueLockByName, name.tenant, name.name).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -87,9 +84,9 @@ type newQueue struct {
 
 // queues returns the rows of the named queues, creating missing ones with
 // default options and the namespace and task given for them.
-func (t *txn) queues(want map[string]newQueue) (map[string]queueRef, error) {
-	out := make(map[string]queueRef, len(want))
-	var missing []string
+func (t *txn) queues(want map[queueName]newQueue) (map[queueName]queueRef, error) {
+	out := make(map[queueName]queueRef, len(want))
+	var missing []queueName
 	for name := range want {
 		if q, ok := t.s.cache.queue(name); ok {
 			out[name] = q
@@ -100,37 +97,44 @@ func (t *txn) queues(want map[string]newQueue) (map[string]queueRef, error) {
 	if len(missing) == 0 {
 		return out, nil
 	}
-	sort.Strings(missing)
-	uuids, namespaces, tasks, ats := make([]string, len(missing)), make([]string, len(missing)),
-		make([]string, len(missing)), make([]int64, len(missing))
-	for i, name := range missing {
-		nq := want[name]
-		uuids[i], namespaces[i], tasks[i], ats[i] = newUUID(), nq.namespace, nq.task, nq.atMs
+	sort.Slice(missing, func(i, j int) bool {
+		if missing[i].tenant != missing[j].tenant {
+			return missing[i].tenant < missing[j].tenant
+		}
+		return missing[i].name < missing[j].name
+	})
+	n := len(missing)
+	uuids, tenants, names, namespaces, tasks, ats := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]int64, n)
+	for i, qn := range missing {
+		nq := want[qn]
+		uuids[i], tenants[i], names[i], namespaces[i], tasks[i], ats[i] =
+			newUUID(), qn.tenant, qn.name, nq.namespace, nq.task, nq.atMs
 	}
-	defaults, _ := json.Marshal(store.DefaultQueueOptions())
+	defaults := store.EncodeQueueOptions(store.DefaultQueueOptions())
 	b := &pgx.Batch{}
-	b.Queue(sqlQueuesInsert, uuids, missing, namespaces, tasks, defaults, ats)
-	b.Queue(sqlQueuesByName, missing)
+	b.Queue(sqlQueuesInsert, uuids, tenants, names, namespaces, tasks, defaults, ats)
+	b.Queue(sqlQueuesByName, tenants, names)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("create queues: %w", err)
 	}
 	rows, _ := br.Query()
-	var name string
+	var qn queueName
 	var q queueRef
-	_, err := pgx.ForEachRow(rows, []any{&q.id, &q.uuid, &name}, func() error {
-		out[name] = q
-		n, ref := name, q
-		t.learn(func(c *cache) { c.putQueue(n, ref) })
+	_, err := pgx.ForEachRow(rows, []any{&q.id, &q.uuid, &qn.tenant, &qn.name}, func() error {
+		out[qn] = q
+		k, ref := qn, q
+		t.learn(func(c *cache) { c.putQueue(k, ref) })
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read queues: %w", err)
 	}
-	for _, name := range missing {
-		if _, ok := out[name]; !ok {
-			return nil, fmt.Errorf("queue %q: %w", name, errStale) // deleted meanwhile
+	for _, qn := range missing {
+		if _, ok := out[qn]; !ok {
+			return nil, fmt.Errorf("queue %q: %w", qn.name, errStale) // deleted meanwhile
 		}
 	}
 	return out, br.Close()

@@ -16,7 +16,7 @@ func (s *Store) MessageAckMany(ctx context.Context, p *store.MessageAckManyParam
 	var out []store.AckResult
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		var err error
-		out, err = s.txn(tx).ack(p.Acks, p.Now)
+		out, err = s.txn(tx).ack(store.TenantOrDefault(p.Tenant), p.Acks, p.Now)
 		return err
 	})
 	return out, err
@@ -39,7 +39,7 @@ type laneAcks struct {
 // ack groups the acks by lane, resolves each lane's transactionIds to
 // offsets, applies the lane rules to each lane once with all of its acks,
 // and writes lanes and dead letters.
-func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
+func (t *txn) ack(tenant string, acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 	out := make([]store.AckResult, len(acks))
 	byLane := make(map[laneKey]*laneAcks)
 	var order []*laneAcks
@@ -49,7 +49,7 @@ func (t *txn) ack(acks []store.Ack, now time.Time) ([]store.AckResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if part == nil || part.queue == nil {
+		if part == nil || part.queue == nil || part.queue.tenant != tenant {
 			out[i] = store.AckResult{Noop: true, Error: store.ErrTextUnresolvable}
 			continue
 		}
@@ -152,7 +152,8 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		nowMs := p.Now.UnixMilli()
-		rows, err := t.query(sqlLaneExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs)
+		rows, err := t.query(sqlLaneExtend, nowMs+int64(p.Seconds)*1000, p.LeaseID, nowMs,
+			store.TenantOrDefault(p.Tenant))
 		if err != nil {
 			return fmt.Errorf("extend lease: %w", err)
 		}
@@ -187,9 +188,10 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		nowMs := p.Now.UnixMilli()
+		tenant := store.TenantOrDefault(p.Tenant)
 		for _, id := range p.RequiredLeases {
 			var live int
-			if err := t.queryRow(sqlLeaseLive, id, nowMs).Scan(&live); err != nil {
+			if err := t.queryRow(sqlLeaseLive, id, nowMs, tenant).Scan(&live); err != nil {
 				return fmt.Errorf("check lease: %w", err)
 			}
 			if live == 0 {
@@ -198,7 +200,7 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 		}
 		for _, op := range p.Ops {
 			if op.Ack != nil {
-				res, err := t.ack([]store.Ack{*op.Ack}, p.Now)
+				res, err := t.ack(tenant, []store.Ack{*op.Ack}, p.Now)
 				if err != nil {
 					return err
 				}

@@ -6,6 +6,7 @@ import "github.com/queen-go/queen/internal/store"
 type queueRow struct {
 	id        int64
 	uuid      string
+	tenant    string
 	name      string
 	namespace string
 	task      string
@@ -18,6 +19,11 @@ type partitionRow struct {
 	uuid  string
 	name  string
 	queue *queueRow
+}
+
+// queueName names a queue: names are unique per tenant.
+type queueName struct {
+	tenant, name string
 }
 
 type partitionKey struct {
@@ -34,7 +40,7 @@ type groupKey struct {
 // the writer goroutine; any rollback resets it, since the rolled-back job may
 // have cached rows that no longer exist.
 type cache struct {
-	queues     map[string]*queueRow
+	queues     map[queueName]*queueRow
 	partitions map[partitionKey]*partitionRow
 	byUUID     map[string]*partitionRow
 	groups     map[groupKey]int64 // subscribed_from
@@ -60,7 +66,7 @@ func newCache() *cache {
 }
 
 func (c *cache) reset() {
-	c.queues = make(map[string]*queueRow)
+	c.queues = make(map[queueName]*queueRow)
 	c.partitions = make(map[partitionKey]*partitionRow)
 	c.byUUID = make(map[string]*partitionRow)
 	c.groups = make(map[groupKey]int64)

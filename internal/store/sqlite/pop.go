@@ -30,10 +30,11 @@ type candidate struct {
 }
 
 func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
+	tenant := store.TenantOrDefault(p.Tenant)
 	names := []string{p.Queue}
 	if p.Queue == "" {
 		var err error
-		if names, err = t.queuesMatching(p.Namespace, p.Task); err != nil {
+		if names, err = t.queuesMatching(tenant, p.Namespace, p.Task); err != nil {
 			return nil, err
 		}
 	}
@@ -43,7 +44,7 @@ func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
 		lanes = 1
 	}
 	for _, name := range names {
-		q, err := t.existingQueue(name)
+		q, err := t.existingQueue(queueName{tenant, name})
 		if err != nil {
 			return nil, err
 		}
@@ -105,8 +106,8 @@ func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
 	return res, nil
 }
 
-func (t *txn) queuesMatching(namespace, task string) ([]string, error) {
-	rows, err := t.query(sqlQueuesMatching, namespace, task)
+func (t *txn) queuesMatching(tenant, namespace, task string) ([]string, error) {
+	rows, err := t.query(sqlQueuesMatching, tenant, namespace, task)
 	if err != nil {
 		return nil, fmt.Errorf("match queues: %w", err)
 	}

@@ -33,7 +33,7 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 	slot := make(map[int64]int)
 	for i := range items {
 		it := &items[i]
-		q, err := t.queue(it.Queue, it.Namespace, it.Task, now)
+		q, err := t.queue(queueName{store.TenantOrDefault(it.Tenant), it.Queue}, it.Namespace, it.Task, now)
 		if err != nil {
 			return nil, err
 		}

@@ -8,16 +8,16 @@ import (
 
 // The driver's SQL, one constant per query, named after what it does.
 const (
-	sqlQueueByName = `SELECT id, uuid, namespace, task, options FROM queues WHERE name = ?`
-	sqlQueueInsert = `INSERT INTO queues (uuid, name, namespace, task, priority, options, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlQueueByName = `SELECT id, uuid, namespace, task, options FROM queues WHERE tenant = ? AND name = ?`
+	sqlQueueInsert = `INSERT INTO queues (uuid, tenant, name, namespace, task, priority, options, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlQueueUpdate    = `UPDATE queues SET namespace = ?, task = ?, priority = ?, options = ? WHERE id = ?`
 	sqlQueuesMatching = `SELECT name FROM queues
-		WHERE (?1 = '' OR namespace = ?1) AND (?2 = '' OR task = ?2)
+		WHERE tenant = ?1 AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3)
 		ORDER BY priority DESC, name`
 
 	sqlPartitionByName = `SELECT id, uuid FROM partitions WHERE queue_id = ? AND name = ?`
-	sqlPartitionByUUID = `SELECT p.id, p.name, q.name FROM partitions p JOIN queues q ON q.id = p.queue_id
+	sqlPartitionByUUID = `SELECT p.id, p.name, q.tenant, q.name FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE p.uuid = ?`
 	sqlPartitionInsert  = `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`
 	sqlPartitionAdvance = `UPDATE partitions SET last_offset = ?, last_message_at = ? WHERE id = ?`
@@ -107,8 +107,10 @@ const (
 		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?2)
 		  AND p.last_message_at <= ?3`
 	sqlLaneExtend = `UPDATE lanes SET lease_expires_at = max(lease_expires_at, ?)
-		WHERE lease_id = ? AND lease_expires_at > ? RETURNING lease_expires_at`
-	sqlLeaseLive = `SELECT count(*) FROM lanes WHERE lease_id = ? AND lease_expires_at > ?`
+		WHERE lease_id = ? AND lease_expires_at > ? AND queue_id IN (SELECT id FROM queues WHERE tenant = ?)
+		RETURNING lease_expires_at`
+	sqlLeaseLive = `SELECT count(*) FROM lanes WHERE lease_id = ? AND lease_expires_at > ?
+		AND queue_id IN (SELECT id FROM queues WHERE tenant = ?)`
 
 	// Groups that have joined a queue (queue mode included, from 0): their
 	// first pop created their lanes.

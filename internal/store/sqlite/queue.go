@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,14 +17,11 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 	var out *store.Queue
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
-		q, err := t.queue(p.Name, p.Namespace, p.Task, p.Now)
+		q, err := t.queue(queueName{store.TenantOrDefault(p.Tenant), p.Name}, p.Namespace, p.Task, p.Now)
 		if err != nil {
 			return err
 		}
-		opts, err := json.Marshal(p.Options)
-		if err != nil {
-			return err
-		}
+		opts := store.EncodeQueueOptions(p.Options)
 		if _, err := t.exec(sqlQueueUpdate, p.Namespace, p.Task, p.Options.Priority, string(opts), q.id); err != nil {
 			return fmt.Errorf("update queue: %w", err)
 		}
@@ -36,7 +32,7 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 		}
 		out = &store.Queue{
 			ID: q.uuid, Name: q.name, Namespace: q.namespace, Task: q.task,
-			Options: q.opts, DefaultPartitionID: part.uuid,
+			Options: q.opts, DefaultPartitionID: part.uuid, Tenant: q.tenant,
 		}
 		return nil
 	})
@@ -45,7 +41,7 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 
 // QueueDelete removes a queue with its partitions, messages, lanes and DLQ.
 func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bool, error) {
-	name := p.Name
+	name := queueName{store.TenantOrDefault(p.Tenant), p.Name}
 	var existed bool
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
@@ -66,21 +62,21 @@ func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bo
 }
 
 // existingQueue returns the named queue, or nil if there is none.
-func (t *txn) existingQueue(name string) (*queueRow, error) {
+func (t *txn) existingQueue(name queueName) (*queueRow, error) {
 	if q, ok := t.cache.queues[name]; ok {
 		return q, nil
 	}
-	q := &queueRow{name: name}
+	q := &queueRow{tenant: name.tenant, name: name.name}
 	var opts string
-	err := t.queryRow(sqlQueueByName, name).Scan(&q.id, &q.uuid, &q.namespace, &q.task, &opts)
+	err := t.queryRow(sqlQueueByName, name.tenant, name.name).Scan(&q.id, &q.uuid, &q.namespace, &q.task, &opts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read queue: %w", err)
 	}
-	if err := json.Unmarshal([]byte(opts), &q.opts); err != nil {
-		return nil, fmt.Errorf("queue %q options: %w", name, err)
+	if q.opts, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
+		return nil, fmt.Errorf("queue %q: %w", name.name, err)
 	}
 	t.cache.queues[name] = q
 	return q, nil
@@ -88,17 +84,18 @@ func (t *txn) existingQueue(name string) (*queueRow, error) {
 
 // queue returns the named queue, creating it with default options and the
 // given namespace and task if it does not exist.
-func (t *txn) queue(name, namespace, task string, now time.Time) (*queueRow, error) {
+func (t *txn) queue(name queueName, namespace, task string, now time.Time) (*queueRow, error) {
 	q, err := t.existingQueue(name)
 	if err != nil || q != nil {
 		return q, err
 	}
 	q = &queueRow{
-		uuid: mustUUID(), name: name, namespace: namespace, task: task,
+		uuid: mustUUID(), tenant: name.tenant, name: name.name, namespace: namespace, task: task,
 		opts: store.DefaultQueueOptions(),
 	}
-	opts, _ := json.Marshal(q.opts)
-	res, err := t.exec(sqlQueueInsert, q.uuid, name, namespace, task, q.opts.Priority, string(opts), now.UnixMilli())
+	opts := store.EncodeQueueOptions(q.opts)
+	res, err := t.exec(sqlQueueInsert, q.uuid, name.tenant, name.name, namespace, task, q.opts.Priority,
+		string(opts), now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("create queue: %w", err)
 	}
@@ -154,15 +151,15 @@ func (t *txn) partitionByUUID(id string) (*partitionRow, error) {
 		return p, nil
 	}
 	p := &partitionRow{uuid: id}
-	var queueName string
-	err := t.queryRow(sqlPartitionByUUID, id).Scan(&p.id, &p.name, &queueName)
+	var qn queueName
+	err := t.queryRow(sqlPartitionByUUID, id).Scan(&p.id, &p.name, &qn.tenant, &qn.name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read partition: %w", err)
 	}
-	if p.queue, err = t.existingQueue(queueName); err != nil {
+	if p.queue, err = t.existingQueue(qn); err != nil {
 		return nil, err
 	}
 	t.cache.addPartition(p)

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Tx", func(t *testing.T) { runTx(t, newStore) })
 	t.Run("Queue", func(t *testing.T) { runQueue(t, newStore) })
 	t.Run("Settings", func(t *testing.T) { runSettings(t, newStore) })
+	t.Run("Tenancy", func(t *testing.T) { runTenancy(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 }
 
