@@ -88,5 +88,9 @@ func (b *Broker) Configure(ctx context.Context, c Caller, name, namespace, task 
 
 // DeleteQueue deletes a queue and reports whether it existed.
 func (b *Broker) DeleteQueue(ctx context.Context, c Caller, name string) (bool, error) {
-	return b.store.QueueDelete(ctx, &store.QueueDeleteParams{Name: name, Now: b.now(), Tenant: c.tenant()})
+	existed, err := b.store.QueueDelete(ctx, &store.QueueDeleteParams{Name: name, Now: b.now(), Tenant: c.tenant()})
+	if existed {
+		b.purge.Kick()
+	}
+	return existed, err
 }

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -58,8 +60,8 @@ type Config struct {
 	PollFallback time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
-	// RecoverEvery is how often Run checks a down store and the spool.
-	// Default 100ms (Queen's FILE_BUFFER_FLUSH_MS).
+	// RecoverEvery is how often the recovery service checks a down store
+	// and the spool. Default 100ms (Queen's FILE_BUFFER_FLUSH_MS).
 	RecoverEvery time.Duration
 	// Spool receives pushes the store cannot take; nil disables spooling,
 	// and a failed store write then fails the push.
@@ -81,7 +83,9 @@ type Broker struct {
 
 	spool          Spooler
 	recoverEvery   time.Duration
-	recover        chan struct{} // nudges Run
+	recovery       *service.Loop // replays the spool once the store is back
+	settings       *service.Loop // adopts maintenance modes set by other brokers
+	purge          *service.Loop // frees the space of deleted queues
 	dbDown         atomic.Bool   // a store write failed; cleared by a good ping
 	spoolBroken    atomic.Bool   // the last spool write failed
 	maintenance    atomic.Bool   // push maintenance: pushes go to the spool
@@ -99,7 +103,6 @@ func New(st store.Store, cfg Config) *Broker {
 		now:      cfg.Now,
 		stopping: make(chan struct{}),
 		spool:    cfg.Spool,
-		recover:  make(chan struct{}, 1),
 	}
 	b.recoverEvery = cfg.RecoverEvery
 	if b.recoverEvery <= 0 {
@@ -109,8 +112,12 @@ func New(st store.Store, cfg Config) *Broker {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	b.log = b.log.With("component", "broker")
+	b.recovery = service.NewLoop("spool-replay", b.recoverEvery, b.recoverOnce)
+	b.settings = service.NewLoop("settings-sync", settingsEvery, b.refreshSettings)
+	b.purge = service.NewLoop("queue-purge", purgeEvery,
+		service.Exclusive(st, "queue-purge", b.log, b.purgeDeleted))
 	if b.metrics == nil {
-		b.metrics = metrics.New()
+		b.metrics = metrics.New(prometheus.NewRegistry())
 	}
 	if b.fallback <= 0 {
 		b.fallback = time.Second
@@ -119,6 +126,14 @@ func New(st store.Store, cfg Config) *Broker {
 		b.now = time.Now
 	}
 	return b
+}
+
+// Services returns the broker's background work, to be started (in this
+// order) and stopped by the caller's supervisor: adopting maintenance modes
+// set by other brokers, replaying the spool once the store is back, and
+// freeing the space of deleted queues.
+func (b *Broker) Services() []service.Service {
+	return []service.Service{b.settings, b.recovery, b.purge}
 }
 
 // Stop makes every waiting and future long-poll pop return empty at once. It

@@ -50,8 +50,8 @@ const (
 	settingPopMaintenance = "pop_maintenance_mode"
 )
 
-// settingsEvery is how often Run re-reads the shared settings, so that a
-// mode switched on one broker reaches the others.
+// settingsEvery is how often the settings service re-reads the shared
+// settings, so that a mode switched on one broker reaches the others.
 const settingsEvery = time.Second
 
 // SetMaintenance turns push maintenance on or off for every broker on the
@@ -141,41 +141,14 @@ func (b *Broker) markDown(err error) {
 	b.kickRecovery()
 }
 
-func (b *Broker) kickRecovery() {
-	select {
-	case b.recover <- struct{}{}:
-	default:
-	}
-}
-
-// Run keeps the broker in step with the store until ctx ends: it adopts
-// maintenance modes set by other brokers, watches the store while it is
-// down, and replays the spool once the store is back and maintenance is off.
-func (b *Broker) Run(ctx context.Context) {
-	b.refreshSettings(ctx)
-	refreshed := time.Now()
-	tick := time.NewTicker(b.recoverEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-b.recover:
-		}
-		if time.Since(refreshed) >= settingsEvery {
-			b.refreshSettings(ctx)
-			refreshed = time.Now()
-		}
-		if b.spool != nil {
-			b.recoverOnce(ctx)
-		}
-	}
-}
+func (b *Broker) kickRecovery() { b.recovery.Kick() }
 
 // recoverOnce checks the store if it is down and replays the spool if it
-// may.
+// may. The recovery service runs it every RecoverEvery and when kicked.
 func (b *Broker) recoverOnce(ctx context.Context) {
+	if b.spool == nil {
+		return
+	}
 	if b.dbDown.Load() {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := b.store.Ping(pctx)

@@ -30,10 +30,10 @@ type Metrics struct {
 }
 
 // New creates the collectors and registers them, with Go runtime and process
-// collectors, on a new registry.
-func New() *Metrics {
+// collectors, on reg, which the caller owns (cmd/queen creates it in main).
+func New(reg *prometheus.Registry) *Metrics {
 	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
+		Registry: reg,
 		Started:  time.Now(),
 		Acks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "queen_acks_total", Help: "Acknowledgements processed, by result.",

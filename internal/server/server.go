@@ -1,6 +1,8 @@
-// Package server composes a broker, its HTTP API and metrics over a store and
-// runs them on a listener with graceful shutdown. It is the one place that
-// wires the pieces together, shared by cmd/queen and the black-box tests.
+// Package server composes a broker, its HTTP API, metrics and background
+// services over a store and runs them on a listener with graceful shutdown.
+// It is the one place that wires the pieces together, shared by cmd/queen
+// and the black-box tests. New only builds; Start (or Serve) starts the
+// background services.
 package server
 
 import (
@@ -12,9 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -25,6 +30,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; 0 means 64 MiB.
 	MaxBodyBytes int64
+	// Registry receives the broker's Prometheus collectors; the caller owns
+	// it (cmd/queen creates it). nil creates a private one.
+	Registry *prometheus.Registry
 	// SpoolDir is the disk buffer for pushes the store cannot take
 	// (FILE_BUFFER_DIR); "" disables it, and such pushes then fail.
 	SpoolDir string
@@ -34,12 +42,14 @@ type Config struct {
 
 // Server is a broker served over HTTP.
 type Server struct {
-	broker     *broker.Broker
-	http       *http.Server
-	log        *slog.Logger
-	spool      *spool.Spool
-	stopListen context.CancelFunc
-	background sync.WaitGroup
+	broker   *broker.Broker
+	http     *http.Server
+	log      *slog.Logger
+	services *service.Supervisor
+	spool    *spool.Spool
+
+	startOnce sync.Once
+	startErr  error
 }
 
 // New builds a broker and its HTTP API over st. The caller keeps ownership
@@ -49,7 +59,11 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := metrics.New()
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := metrics.New(reg)
 	bcfg := broker.Config{Logger: log, Metrics: m}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
@@ -67,12 +81,17 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		Broker: b, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
 	})
-	bgCtx, stopBackground := context.WithCancel(context.Background())
+	// Wake-ups from pushes made by other brokers sharing the database.
+	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
+		if err := st.Listen(ctx, b.Notify); err != nil && ctx.Err() == nil {
+			log.Error("notification listener stopped", "err", err)
+		}
+	})
 	s := &Server{
-		broker:     b,
-		log:        log,
-		spool:      sp,
-		stopListen: stopBackground,
+		broker:   b,
+		log:      log,
+		spool:    sp,
+		services: service.NewSupervisor(log, append(b.Services(), listener)...),
 		http: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -80,14 +99,14 @@ func New(cfg Config, st store.Store) (*Server, error) {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
-	s.background.Go(func() { b.Run(bgCtx) })
-	// Wake-ups from pushes made by other brokers sharing the database.
-	s.background.Go(func() {
-		if err := st.Listen(bgCtx, b.Notify); err != nil && bgCtx.Err() == nil {
-			log.Error("notification listener stopped", "err", err)
-		}
-	})
 	return s, nil
+}
+
+// Start starts the background services. Serve calls it if the caller has
+// not; calling it again does nothing.
+func (s *Server) Start(ctx context.Context) error {
+	s.startOnce.Do(func() { s.startErr = s.services.Start(context.WithoutCancel(ctx)) })
+	return s.startErr
 }
 
 // Broker returns the server's broker, for drivers that deliver wake-ups.
@@ -96,6 +115,9 @@ func (s *Server) Broker() *broker.Broker { return s.broker }
 // Serve answers requests on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := s.Start(context.Background()); err != nil {
+		return err
+	}
 	err := s.http.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -109,8 +131,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.broker.Stop()
 	err := s.http.Shutdown(ctx)
-	s.stopListen()
-	s.background.Wait()
+	s.services.Stop()
 	if s.spool != nil {
 		err = errors.Join(err, s.spool.Close())
 	}

@@ -47,8 +47,3 @@ func jobLockKey(schema, job string) int64 {
 	h.Write([]byte("queen-go/job/" + schema + "/" + job))
 	return int64(h.Sum64())
 }
-
-// QueuePurge is not needed yet: QueueDelete removes everything at once.
-func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
-	return &store.QueuePurgeResult{}, nil
-}

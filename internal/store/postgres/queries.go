@@ -255,19 +255,30 @@ const (
 )
 
 // Deleting a queue: first its partitions (sqlPartitionsDelete, which waits
-// for pushes in flight on them), then, in later statements that therefore
-// see those pushes' messages, what hangs off the partitions ($1 = their ids)
-// and off the queue ($1 = its id).
-const sqlPartitionsDelete = `DELETE FROM partitions WHERE queue_id = $1 RETURNING id`
+// for pushes in flight on them), listed for QueuePurge with their ids ($1)
+// at $2; then its groups and the queue row ($1 = its id). Messages, lanes
+// and dead letters of the partitions are freed later by QueuePurge in
+// bounded steps; nothing reaches them meanwhile (every lookup goes through a
+// partition or queue row, and ids are never reused).
+const (
+	sqlPartitionsDelete  = `DELETE FROM partitions WHERE queue_id = $1 RETURNING id`
+	sqlPurgeList         = `INSERT INTO purge_partitions (partition_id, queued_at)
+		SELECT unnest($1::bigint[]), $2 ON CONFLICT DO NOTHING`
+	sqlQueueDeleteGroups = `DELETE FROM consumer_groups WHERE queue_id = $1`
+	sqlQueueDeleteRow    = `DELETE FROM queues WHERE id = $1`
+)
 
-var (
-	sqlQueueDeleteByPartitions = []string{
-		`DELETE FROM messages WHERE partition_id = ANY($1::bigint[])`,
-		`DELETE FROM lanes WHERE partition_id = ANY($1::bigint[])`,
-		`DELETE FROM dead_letters WHERE partition_id = ANY($1::bigint[])`,
-	}
-	sqlQueueDeleteByQueue = []string{
-		`DELETE FROM consumer_groups WHERE queue_id = $1`,
-		`DELETE FROM queues WHERE id = $1`,
-	}
+// Purging deleted queues: a few listed partitions at a time (skipping those
+// another broker's purge holds), each statement bounded by $2 rows.
+const (
+	sqlPurgeNext = `SELECT partition_id FROM purge_partitions ORDER BY partition_id LIMIT 16
+		FOR UPDATE SKIP LOCKED`
+	sqlPurgeMessages = `DELETE FROM messages WHERE partition_id = $1 AND seq IN
+		(SELECT seq FROM messages WHERE partition_id = $1 ORDER BY seq LIMIT $2)`
+	sqlPurgeDeadLetters = `DELETE FROM dead_letters WHERE id IN
+		(SELECT id FROM dead_letters WHERE partition_id = $1 LIMIT $2)`
+	// A partition has a lane per group that joined its queue: few rows.
+	sqlPurgeLanes = `DELETE FROM lanes WHERE partition_id = $1`
+	sqlPurgeDone  = `DELETE FROM purge_partitions WHERE partition_id = $1`
+	sqlPurgeMore  = `SELECT EXISTS (SELECT 1 FROM purge_partitions)`
 )

@@ -61,12 +61,9 @@ func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bo
 			return fmt.Errorf("delete partitions: %w", err)
 		}
 		b := &pgx.Batch{}
-		for _, q := range sqlQueueDeleteByPartitions {
-			b.Queue(q, ids)
-		}
-		for _, q := range sqlQueueDeleteByQueue {
-			b.Queue(q, id)
-		}
+		b.Queue(sqlPurgeList, ids, p.Now.UnixMilli())
+		b.Queue(sqlQueueDeleteGroups, id)
+		b.Queue(sqlQueueDeleteRow, id)
 		if err := t.execBatch(b); err != nil {
 			return fmt.Errorf("delete queue: %w", err)
 		}
@@ -236,4 +233,64 @@ func (t *txn) addLanesForPartitions(ids []int64, parts map[partKey]partRef) erro
 
 func newUUID() string {
 	return uuid.Must(uuid.NewV7()).String()
+}
+
+// QueuePurge frees the rows of deleted queues, at most p.Limit messages and
+// dead letters per call, in one transaction that does not wait for its WAL
+// flush (a purge lost to a crash is simply done again).
+func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	out := &store.QueuePurgeResult{}
+	err := s.inRelaxedTx(ctx, "purge deleted queues", func(t *txn) error {
+		out.Deleted = 0
+		rows, _ := t.tx.Query(t.ctx, sqlPurgeNext)
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("purge: %w", err)
+		}
+		budget := limit
+		for _, pid := range pids {
+			done, n, err := t.purgePartition(pid, budget)
+			out.Deleted += n
+			budget -= n
+			if err != nil {
+				return err
+			}
+			if !done || budget <= 0 {
+				break
+			}
+		}
+		if err := t.tx.QueryRow(t.ctx, sqlPurgeMore).Scan(&out.More); err != nil {
+			return fmt.Errorf("purge: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// purgePartition deletes up to budget messages and dead letters of a deleted
+// partition, and when none are left its lanes and its purge entry. It
+// reports whether the partition is finished and how many rows it deleted.
+func (t *txn) purgePartition(pid int64, budget int) (bool, int, error) {
+	deleted := 0
+	for _, q := range []string{sqlPurgeMessages, sqlPurgeDeadLetters} {
+		tag, err := t.tx.Exec(t.ctx, q, pid, budget-deleted)
+		if err != nil {
+			return false, deleted, fmt.Errorf("purge: %w", err)
+		}
+		deleted += int(tag.RowsAffected())
+		if deleted >= budget {
+			return false, deleted, nil
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlPurgeLanes, pid)
+	b.Queue(sqlPurgeDone, pid)
+	if err := t.execBatch(b); err != nil {
+		return false, deleted, fmt.Errorf("purge: %w", err)
+	}
+	return true, deleted, nil
 }

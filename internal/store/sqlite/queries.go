@@ -122,16 +122,34 @@ const (
 		(partition_id, message_seq, consumer_group, error, retry_count, failed_at) VALUES (?, ?, ?, ?, ?, ?)`
 )
 
-// sqlQueueDelete removes a queue and everything that hangs off it; ?1 is the
-// queue id. The statements run in order inside one transaction.
+// sqlQueueDelete removes a queue (?1 = its id, ?2 = now) in one short job:
+// its partitions are listed for QueuePurge and detached (queue_id = -id, so
+// no lookup through a queue finds them, and (queue_id, name) stays unique),
+// its groups and the queue row go. The partition rows themselves stay until
+// purged: SQLite gives a new row the largest rowid plus one, so deleting them
+// now could hand a purged partition's id, with its leftover messages, to a
+// new partition.
 var sqlQueueDelete = []string{
-	`DELETE FROM messages WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
-	`DELETE FROM lanes WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
-	`DELETE FROM dead_letters WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1)`,
+	`INSERT INTO purge_partitions (partition_id, queued_at)
+		SELECT id, ?2 FROM partitions WHERE queue_id = ?1 ON CONFLICT DO NOTHING`,
+	`UPDATE partitions SET queue_id = -queue_id WHERE queue_id = ?1`,
 	`DELETE FROM consumer_groups WHERE queue_id = ?1`,
-	`DELETE FROM partitions WHERE queue_id = ?1`,
 	`DELETE FROM queues WHERE id = ?1`,
 }
+
+// Purging deleted queues, one partition at a time, each statement bounded.
+const (
+	sqlPurgeNext     = `SELECT partition_id FROM purge_partitions ORDER BY partition_id LIMIT 16`
+	sqlPurgeMessages = `DELETE FROM messages WHERE seq IN
+		(SELECT seq FROM messages WHERE partition_id = ?1 LIMIT ?2)`
+	sqlPurgeDeadLetters = `DELETE FROM dead_letters WHERE id IN
+		(SELECT id FROM dead_letters WHERE partition_id = ?1 LIMIT ?2)`
+	// A partition has a lane per group that joined its queue: few rows.
+	sqlPurgeLanes     = `DELETE FROM lanes WHERE partition_id = ?1`
+	sqlPurgePartition = `DELETE FROM partitions WHERE id = ?1`
+	sqlPurgeDone      = `DELETE FROM purge_partitions WHERE partition_id = ?1`
+	sqlPurgeMore      = `SELECT EXISTS (SELECT 1 FROM purge_partitions)`
+)
 
 // statements are prepared once on the writer connection; tx.Stmt rebinds
 // them to each transaction without preparing again.

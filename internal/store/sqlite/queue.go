@@ -51,7 +51,7 @@ func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bo
 		}
 		existed = true
 		for _, stmt := range sqlQueueDelete {
-			if _, err := tx.ExecContext(t.ctx, stmt, q.id); err != nil {
+			if _, err := tx.ExecContext(t.ctx, stmt, q.id, p.Now.UnixMilli()); err != nil {
 				return fmt.Errorf("delete queue: %w", err)
 			}
 		}
@@ -59,6 +59,72 @@ func (s *Store) QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bo
 		return nil
 	})
 	return existed, err
+}
+
+// QueuePurge frees the rows of deleted queues, at most p.Limit messages and
+// dead letters in one writer job, so that pushes and pops queued behind it
+// wait only for a short step.
+func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	out := &store.QueuePurgeResult{}
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		out.Deleted = 0
+		rows, err := tx.QueryContext(ctx, sqlPurgeNext)
+		if err != nil {
+			return fmt.Errorf("purge: %w", err)
+		}
+		var pids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			pids = append(pids, id)
+		}
+		rows.Close()
+		budget := limit
+		for _, pid := range pids {
+			done, n, err := purgePartition(ctx, tx, pid, budget)
+			out.Deleted += n
+			budget -= n
+			if err != nil {
+				return err
+			}
+			if !done || budget <= 0 {
+				break
+			}
+		}
+		return tx.QueryRowContext(ctx, sqlPurgeMore).Scan(&out.More)
+	})
+	return out, err
+}
+
+// purgePartition deletes up to budget messages and dead letters of a deleted
+// partition, and when none are left its lanes and the partition itself. It
+// reports whether the partition is gone and how many rows it deleted.
+func purgePartition(ctx context.Context, tx *sql.Tx, pid int64, budget int) (bool, int, error) {
+	deleted := 0
+	for _, q := range []string{sqlPurgeMessages, sqlPurgeDeadLetters} {
+		res, err := tx.ExecContext(ctx, q, pid, budget-deleted)
+		if err != nil {
+			return false, deleted, fmt.Errorf("purge: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		deleted += int(n)
+		if deleted >= budget {
+			return false, deleted, nil
+		}
+	}
+	for _, q := range []string{sqlPurgeLanes, sqlPurgePartition, sqlPurgeDone} {
+		if _, err := tx.ExecContext(ctx, q, pid); err != nil {
+			return false, deleted, fmt.Errorf("purge: %w", err)
+		}
+	}
+	return true, deleted, nil
 }
 
 // existingQueue returns the named queue, or nil if there is none.

@@ -270,8 +270,20 @@ func TestMigrateReadyLanes(t *testing.T) {
 	if ok, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Now: time.Now()}); err != nil || !ok {
 		t.Fatalf("QueueDelete: %v %v", ok, err)
 	}
-	if n := count(`SELECT count(*) FROM lanes`) + count(`SELECT count(*) FROM consumer_groups`); n != 0 {
-		t.Errorf("%d lane and group rows left after QueueDelete", n)
+	if n := count(`SELECT count(*) FROM consumer_groups`); n != 0 {
+		t.Errorf("%d group rows left after QueueDelete", n)
+	}
+	for more := true; more; {
+		res, err := s.QueuePurge(ctx, &store.QueuePurgeParams{Limit: 3, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = res.More
+	}
+	for _, table := range []string{"lanes", "messages", "partitions", "dead_letters", "purge_partitions"} {
+		if n := count(`SELECT count(*) FROM ` + table); n != 0 {
+			t.Errorf("%d %s rows left after QueueDelete and QueuePurge", n, table)
+		}
 	}
 }
 

@@ -413,8 +413,3 @@ func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
 
 // PoolStats reports the single writer connection.
 func (s *Store) PoolStats() store.PoolStats { return store.PoolStats{Size: 1} }
-
-// QueuePurge is not needed yet: QueueDelete removes everything at once.
-func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
-	return &store.QueuePurgeResult{}, nil
-}

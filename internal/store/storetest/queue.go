@@ -111,6 +111,50 @@ func runQueue(t *testing.T, newStore func(t *testing.T) store.Store) {
 		wantIDs(t, "another queue after the delete", m, keep...)
 	})
 
+	t.Run("DeleteThenPurge", func(t *testing.T) {
+		s := setup(t, newStore)
+		res, err := s.QueuePurge(ctx, &store.QueuePurgeParams{Limit: 10, Now: T0})
+		if err != nil || res.Deleted != 0 || res.More {
+			t.Fatalf("QueuePurge with nothing deleted: %+v %v, want nothing and no more", res, err)
+		}
+		items := PushAt(t, s, T0, "q", "p1", 15)
+		items = append(items, PushAt(t, s, T0, "q", "p2", 10)...)
+		m, lease := popAll(t, s, "q", "p1", g, T0)
+		Ack(t, s, T0, AckOf(m[0], g, lease, store.AckDLQ)) // one dead letter
+		keep := Push(t, s, "other", "p", 2)
+		if _, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Now: T0}); err != nil {
+			t.Fatal(err)
+		}
+		// The queue can be used again at once, before anything is purged,
+		// and sees nothing of its predecessor.
+		again := Push(t, s, "q", "p1", 1)
+		total, steps := 0, 0
+		for more := true; more; steps++ {
+			if steps > 100 {
+				t.Fatal("QueuePurge never finished")
+			}
+			res, err := s.QueuePurge(ctx, &store.QueuePurgeParams{Limit: 4, Now: T0})
+			if err != nil {
+				t.Fatalf("QueuePurge: %v", err)
+			}
+			if res.Deleted > 4 {
+				t.Fatalf("QueuePurge with limit 4 deleted %d rows", res.Deleted)
+			}
+			total += res.Deleted
+			more = res.More
+		}
+		if want := len(items) + 1; total != want {
+			t.Errorf("purged %d messages and dead letters, want %d", total, want)
+		}
+		if steps < 7 {
+			t.Errorf("purge of %d rows with limit 4 took %d steps; a step is not bounded", total, steps)
+		}
+		m, _ = popAll(t, s, "q", "p1", g, At(time.Second))
+		wantIDs(t, "the recreated queue after the purge", m, again...)
+		m, _ = popAll(t, s, "other", "p", g, At(time.Second))
+		wantIDs(t, "another queue after the purge", m, keep...)
+	})
+
 	t.Run("DeleteThenConfigure", func(t *testing.T) {
 		s := setup(t, newStore)
 		first := Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.Priority = 4 }))

@@ -1,0 +1,149 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/purge"
+)
+
+// BoundedDeleteLimit is the longest any push, pop or ack of another queue may
+// wait while a huge queue is deleted and purged.
+const BoundedDeleteLimit = 100 * time.Millisecond
+
+// RunBoundedDelete fills a queue with n messages, then deletes it and purges
+// it as the broker's purge service does (package purge) while another queue
+// is pushed to, popped and acked without pause.
+// No push, pop or ack may wait longer than BoundedDeleteLimit meanwhile. It
+// is a latency test: drivers run it without the race detector, on a store of
+// their own.
+func RunBoundedDelete(t *testing.T, s store.Store, n int) {
+	ctx := context.Background()
+	const parts, batch = 16, 5000
+	fillStart := time.Now()
+	for done := 0; done < n; {
+		k := min(batch, n-done)
+		items := make([]store.PushItem, k)
+		for i := range items {
+			items[i] = Item("huge", "p"+itoa((done+i)%parts), done+i)
+		}
+		PushItems(t, s, T0, items...)
+		done += k
+	}
+	t.Logf("filled a queue with %d messages in %v", n, time.Since(fillStart).Round(time.Millisecond))
+
+	// Traffic on another queue, timed, until stop.
+	var worstPush, worstPop, worstAck atomic.Int64
+	var pushed, popped atomic.Int64
+	record := func(worst *atomic.Int64, d time.Duration) {
+		for {
+			w := worst.Load()
+			if int64(d) <= w || worst.CompareAndSwap(w, int64(d)) {
+				return
+			}
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			items := make([]store.PushItem, 10)
+			for j := range items {
+				items[j] = Item("live", "p"+itoa(j%4), i*10+j)
+			}
+			start := time.Now()
+			if _, err := s.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: T0}); err != nil {
+				t.Errorf("push to another queue: %v", err)
+				return
+			}
+			record(&worstPush, time.Since(start))
+			pushed.Add(10)
+		}
+	})
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := PopParams("live", "g", At(time.Duration(i)*time.Millisecond))
+			p.Batch = 10
+			start := time.Now()
+			res, err := s.LanePop(ctx, p)
+			if err != nil {
+				t.Errorf("pop of another queue: %v", err)
+				return
+			}
+			record(&worstPop, time.Since(start))
+			msgs := res.Messages
+			if len(msgs) == 0 {
+				time.Sleep(time.Millisecond) // nothing pushed yet: do not spin the writer
+				continue
+			}
+			acks := make([]store.Ack, len(msgs))
+			for j, m := range msgs {
+				acks[j] = AckOf(m, "g", p.LeaseID, store.AckCompleted)
+			}
+			start = time.Now()
+			if _, err := s.MessageAckMany(ctx, &store.MessageAckManyParams{Acks: acks, Now: p.Now}); err != nil {
+				t.Errorf("ack on another queue: %v", err)
+				return
+			}
+			record(&worstAck, time.Since(start))
+			popped.Add(int64(len(msgs)))
+		}
+	})
+
+	deleteStart := time.Now()
+	existed, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "huge", Now: T0})
+	if err != nil || !existed {
+		t.Fatalf("QueueDelete: existed %v err %v", existed, err)
+	}
+	deleteTook := time.Since(deleteStart)
+	purgeStart := time.Now()
+	res, err := purge.Run(ctx, s, time.Now)
+	if err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	rows, steps := res.Rows, res.Steps
+	purgeTook := time.Since(purgeStart)
+	close(stop)
+	wg.Wait()
+
+	t.Logf("QueueDelete %v; purge of %d rows in %d steps, %v; meanwhile on another queue: %d pushed, %d popped; "+
+		"worst wait: push %v, pop %v, ack %v", deleteTook.Round(time.Microsecond), rows, steps,
+		purgeTook.Round(time.Millisecond), pushed.Load(), popped.Load(), time.Duration(worstPush.Load()),
+		time.Duration(worstPop.Load()), time.Duration(worstAck.Load()))
+	if rows != n {
+		t.Errorf("purged %d rows, want the %d messages", rows, n)
+	}
+	if deleteTook > BoundedDeleteLimit {
+		t.Errorf("QueueDelete of a queue of %d messages took %v, want < %v", n, deleteTook, BoundedDeleteLimit)
+	}
+	for what, worst := range map[string]*atomic.Int64{"push": &worstPush, "pop": &worstPop, "ack": &worstAck} {
+		if d := time.Duration(worst.Load()); d > BoundedDeleteLimit {
+			t.Errorf("a %s of another queue waited %v during the delete, want < %v", what, d, BoundedDeleteLimit)
+		}
+	}
+	if pushed.Load() == 0 || popped.Load() == 0 {
+		t.Errorf("no traffic on the other queue during the delete (pushed %d, popped %d)", pushed.Load(), popped.Load())
+	}
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n < 10 {
+		return digits[n : n+1]
+	}
+	return itoa(n/10) + digits[n%10:n%10+1]
+}
