@@ -261,8 +261,8 @@ const (
 // bounded steps; nothing reaches them meanwhile (every lookup goes through a
 // partition or queue row, and ids are never reused).
 const (
-	sqlPartitionsDelete  = `DELETE FROM partitions WHERE queue_id = $1 RETURNING id`
-	sqlPurgeList         = `INSERT INTO purge_partitions (partition_id, queued_at)
+	sqlPartitionsDelete = `DELETE FROM partitions WHERE queue_id = $1 RETURNING id`
+	sqlPurgeList        = `INSERT INTO purge_partitions (partition_id, queued_at)
 		SELECT unnest($1::bigint[]), $2 ON CONFLICT DO NOTHING`
 	sqlQueueDeleteGroups = `DELETE FROM consumer_groups WHERE queue_id = $1`
 	sqlQueueDeleteRow    = `DELETE FROM queues WHERE id = $1`
