@@ -16,13 +16,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -340,59 +336,6 @@ func (s *Store) failAll(jobs []*job, err error) {
 	for _, j := range jobs {
 		j.done <- err
 	}
-}
-
-// migrate applies the embedded migrations that the database has not seen,
-// in version order, each in its own transaction; last > 0 stops after that
-// version (tests build databases of older schema versions with it).
-func migrate(ctx context.Context, db *sql.DB, last int) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
-	names, err := fs.Glob(migrations, "migrations/*.up.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		base := filepath.Base(name)
-		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: bad version prefix", base)
-		}
-		if last > 0 && version > last {
-			break
-		}
-		var seen int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", version).Scan(&seen); err != nil {
-			return fmt.Errorf("read schema_migrations: %w", err)
-		}
-		if seen > 0 {
-			continue
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", base, err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-			version, base, time.Now().UnixMilli()); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("record migration %s: %w", base, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit migration %s: %w", base, err)
-		}
-	}
-	return nil
 }
 
 // JobLockTry always grants the lock: an embedded store has one broker (the
