@@ -5,16 +5,22 @@
 //
 // Records are appended to one open segment file; Replay seals it and feeds
 // every sealed segment to the store in file order, deleting each once it is
-// fully stored. A record is a 4-byte big-endian length and the JSON of a
-// store.PushItem, ids included, so replay is idempotent: the store answers
-// an item it already has as a duplicate of the same transactionId.
+// fully stored. A record is a 4-byte big-endian length and a JSON object
+// holding one pushed item, ids included, so replay is idempotent: the store
+// answers an item it already has as a duplicate of the same transactionId.
+//
+// The record format is defined in this package (record.go), not by
+// store.PushItem, and is versioned so that a spool written by one build
+// replays under the next. Version 2, written now, is {"v":2,...} with
+// lowercase keys and the payload as raw JSON; version 1, written before,
+// has no "v" key, Go field names as keys and a base64 payload. A record of
+// a newer version stops Open and Replay with ErrUnknownVersion.
 package spool
 
 import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,12 +103,10 @@ func (s *Spool) Pending() int64 { return s.pending.Load() }
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
 	for i := range items {
-		rec, err := json.Marshal(&items[i])
-		if err != nil {
+		var err error
+		if buf, err = appendRecord(buf, &items[i]); err != nil {
 			return fmt.Errorf("spool: encode: %w", err)
 		}
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(rec)))
-		buf = append(buf, rec...)
 	}
 	s.mu.Lock()
 	if s.cur == nil {
@@ -246,9 +250,9 @@ func replayFile(ctx context.Context, name string, batch int, push func(context.C
 		if err != nil {
 			return total, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
 		}
-		var it store.PushItem
-		if err := json.Unmarshal(rec, &it); err != nil {
-			return total, fmt.Errorf("spool: %s: decode: %w", filepath.Base(name), err)
+		it, err := decodeRecord(rec)
+		if err != nil {
+			return total, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
 		}
 		items = append(items, it)
 		if len(items) == batch {
