@@ -47,10 +47,13 @@ const (
 type Spool struct {
 	dir string
 
-	mu      sync.Mutex // guards cur, seq, written; serialises writes and seals
+	mu      sync.Mutex // guards cur, seq, size, torn, written; serialises writes and seals
 	cur     *os.File
 	seq     int
-	written int64        // appends written so far (not necessarily synced)
+	size    int64 // bytes in cur
+	torn    bool  // cur ends in part of a record: seal it before writing more
+	written int64 // appends written so far (not necessarily synced)
+
 	pending atomic.Int64 // records written and not yet replayed
 
 	// Group fsync: an append waits until an fsync that started after its
@@ -99,7 +102,9 @@ func Open(dir string) (*Spool, error) {
 func (s *Spool) Pending() int64 { return s.pending.Load() }
 
 // Append writes items as one durable write: when it returns nil, the items
-// survive a crash. Concurrent appends share fsyncs.
+// survive a crash. Concurrent appends share fsyncs. When it returns an
+// error, none of the items is spooled, except after a failed write that
+// could not be undone, whose complete records may still be replayed.
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
 	for i := range items {
@@ -109,20 +114,24 @@ func (s *Spool) Append(items []store.PushItem) error {
 		}
 	}
 	s.mu.Lock()
+	if s.torn {
+		if err := s.sealLocked(); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("spool: seal torn segment: %w", err)
+		}
+	}
 	if s.cur == nil {
-		s.seq++
-		name := filepath.Join(s.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), s.seq, openSuffix))
-		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-		if err != nil {
+		if err := s.createLocked(); err != nil {
 			s.mu.Unlock()
 			return fmt.Errorf("spool: create segment: %w", err)
 		}
-		s.cur = f
 	}
-	if _, err := s.cur.Write(buf); err != nil {
+	if n, err := s.cur.Write(buf); err != nil {
+		s.undoWriteLocked(n)
 		s.mu.Unlock()
 		return fmt.Errorf("spool: write: %w", err)
 	}
+	s.size += int64(len(buf))
 	s.written++
 	mine := s.written
 	s.mu.Unlock()
@@ -131,6 +140,50 @@ func (s *Spool) Append(items []store.PushItem) error {
 	}
 	s.pending.Add(int64(len(items)))
 	return nil
+}
+
+// createLocked starts a new open segment. s.mu must be held.
+func (s *Spool) createLocked() error {
+	s.seq++
+	name := filepath.Join(s.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), s.seq, openSuffix))
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return err
+	}
+	// fsyncing the file does not make its directory entry durable: without
+	// this, a crash could lose a whole segment of acknowledged pushes.
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		os.Remove(name)
+		return err
+	}
+	s.cur, s.size = f, 0
+	return nil
+}
+
+// undoWriteLocked cuts a write that failed after n bytes (a full disk during
+// a long outage) back off the segment: a torn record followed by later ones
+// would misframe everything after it. If the cut fails, the segment is
+// marked torn so that the next append seals it first; a torn record at the
+// end of a segment reads as its end. s.mu must be held.
+func (s *Spool) undoWriteLocked(n int) {
+	if n == 0 {
+		return
+	}
+	if s.cur.Truncate(s.size) == nil {
+		return
+	}
+	s.size += int64(n)
+	s.torn = true
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // syncThrough returns once append number n is on disk, running an fsync
@@ -148,7 +201,10 @@ func (s *Spool) syncThrough(n int64) error {
 		s.mu.Lock()
 		f, upTo := s.cur, s.written
 		s.mu.Unlock()
-		var err error
+		// A segment leaves s.cur by seal or Close, which raise s.synced when
+		// their own fsync succeeds; finding none with n still unsynced means
+		// that fsync failed.
+		err := errors.New("segment closed before its fsync")
 		if f != nil {
 			err = f.Sync()
 		}
@@ -172,6 +228,12 @@ func (s *Spool) syncThrough(n int64) error {
 func (s *Spool) seal() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.sealLocked()
+}
+
+// sealLocked closes the open segment and renames it sealed. s.mu must be
+// held.
+func (s *Spool) sealLocked() error {
 	if s.cur == nil {
 		return nil
 	}
@@ -188,7 +250,7 @@ func (s *Spool) seal() error {
 	if err := s.cur.Close(); err != nil {
 		return err
 	}
-	s.cur = nil
+	s.cur, s.torn = nil, false
 	return os.Rename(name, strings.TrimSuffix(name, openSuffix)+sealedSuffix)
 }
 
@@ -324,7 +386,16 @@ func (s *Spool) Close() error {
 	if s.cur == nil {
 		return nil
 	}
-	err := s.cur.Close()
+	// An append racing with Close may still wait for its fsync, which finds
+	// no open segment afterwards and counts as done: sync for it here.
+	err := s.cur.Sync()
+	if err == nil {
+		s.syncMu.Lock()
+		s.synced = max(s.synced, s.written)
+		s.syncCond.Broadcast()
+		s.syncMu.Unlock()
+	}
+	err = errors.Join(err, s.cur.Close())
 	s.cur = nil
 	return err
 }

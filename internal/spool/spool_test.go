@@ -165,3 +165,87 @@ func TestConcurrentAppendsShareFsyncsAndLoseNothing(t *testing.T) {
 		t.Fatalf("replayed %d records, want %d", got, writers*each)
 	}
 }
+
+// A write that fails halfway (a full disk) must not leave a torn record in
+// front of later ones: they would be misframed.
+func TestFailedWriteIsCutOff(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(items(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	torn, err := appendRecord(nil, &items(90, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	n, err := s.cur.Write(torn[:len(torn)/2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.undoWriteLocked(n)
+	s.mu.Unlock()
+	if err := s.Append(items(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, collect(t, s, 10), 4)
+}
+
+// When the torn bytes cannot be cut off, the segment is sealed before the
+// next append, so the torn record is the end of its segment.
+func TestTornSegmentIsSealedBeforeTheNextAppend(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(items(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	torn, err := appendRecord(nil, &items(90, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	name := s.cur.Name()
+	w, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := w.Write(torn[:len(torn)/2])
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Truncate fails on a read-only descriptor.
+	s.cur.Close()
+	if s.cur, err = os.Open(name); err != nil {
+		t.Fatal(err)
+	}
+	s.undoWriteLocked(n)
+	if !s.torn {
+		t.Fatal("segment not marked torn after a failed cut")
+	}
+	s.mu.Unlock()
+	if err := s.Append(items(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := s.sealed()
+	if len(sealed) != 1 {
+		t.Fatalf("sealed segments = %v, want the torn one", sealed)
+	}
+	checkOrder(t, collect(t, s, 10), 4)
+}
+
+func checkOrder(t *testing.T, got []store.PushItem, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("replayed %d items, want %d", len(got), n)
+	}
+	for i, it := range got {
+		if it.TransactionID != fmt.Sprint(i) || it.MessageID != fmt.Sprint("m", i) || string(it.Payload) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("item %d = %+v: order or content lost", i, it)
+		}
+	}
+}
