@@ -145,6 +145,11 @@ func decodeV1(rec []byte) (store.PushItem, error) {
 	if err := json.Unmarshal(rec, &r); err != nil {
 		return store.PushItem{}, fmt.Errorf("decode version 1: %w", err)
 	}
+	// Version 1 did not check; version 2 (and the dead-letter file) can
+	// only hold a JSON payload.
+	if !json.Valid(r.Payload) {
+		return store.PushItem{}, errors.New("decode version 1: payload is not valid JSON")
+	}
 	return store.PushItem{
 		MessageID:     r.MessageID,
 		Namespace:     r.Namespace,

@@ -5,7 +5,9 @@
 //
 // Records are appended to one open segment file; Replay seals it and feeds
 // every sealed segment to the store in file order, deleting each once it is
-// fully stored. A record is a 4-byte big-endian length and a JSON object
+// fully stored. Items the store refuses for good (not an outage) go to a
+// dead-letter file in the same directory, so that one bad item cannot hold
+// up the ones behind it. A record is a 4-byte big-endian length and a JSON object
 // holding one pushed item, ids included, so replay is idempotent: the store
 // answers an item it already has as a duplicate of the same transactionId.
 //
@@ -18,12 +20,8 @@
 package spool
 
 import (
-	"bufio"
-	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,7 +62,14 @@ type Spool struct {
 	syncing  bool
 	synced   int64 // appends known to be on disk
 
-	replayMu sync.Mutex // one replay at a time
+	replayMu sync.Mutex // one replay at a time; guards done
+	// done holds, per sealed segment, how many of its bytes this process
+	// has replayed or dead-lettered, so that a replay stopped by an outage
+	// resumes after them instead of pushing (and counting) them again.
+	// After a crash it is empty and segments restart from their beginning.
+	done map[string]int64
+
+	deadLettered atomic.Int64 // lines in the dead-letter file
 }
 
 // Open opens (creating) the spool directory, seals segments left open by a
@@ -73,7 +78,7 @@ func Open(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("spool: create %s: %w", dir, err)
 	}
-	s := &Spool{dir: dir}
+	s := &Spool{dir: dir, done: make(map[string]int64)}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	open, err := filepath.Glob(filepath.Join(dir, "*"+openSuffix))
 	if err != nil {
@@ -95,11 +100,19 @@ func Open(dir string) (*Spool, error) {
 		}
 		s.pending.Add(int64(n))
 	}
+	n, err := countDeadLetters(s.DeadLetterPath())
+	if err != nil {
+		return nil, fmt.Errorf("spool: dead letters: %w", err)
+	}
+	s.deadLettered.Store(n)
 	return s, nil
 }
 
 // Pending reports how many records wait to be replayed.
 func (s *Spool) Pending() int64 { return s.pending.Load() }
+
+// release drops n records, stored or dead-lettered, from the pending count.
+func (s *Spool) release(n int) { s.pending.Add(-int64(n)) }
 
 // Append writes items as one durable write: when it returns nil, the items
 // survive a crash. Concurrent appends share fsyncs. When it returns an
@@ -252,121 +265,6 @@ func (s *Spool) sealLocked() error {
 	}
 	s.cur, s.torn = nil, false
 	return os.Rename(name, strings.TrimSuffix(name, openSuffix)+sealedSuffix)
-}
-
-// Replay seals the open segment and hands every spooled record, in order and
-// in batches of at most batch items, to push. A segment is deleted once all
-// of its records were pushed; on the first error Replay stops, and the
-// segment is replayed from its start next time (push must be idempotent).
-// It returns how many records were replayed.
-func (s *Spool) Replay(ctx context.Context, batch int, push func(context.Context, []store.PushItem) error) (int, error) {
-	s.replayMu.Lock()
-	defer s.replayMu.Unlock()
-	if err := s.seal(); err != nil {
-		return 0, fmt.Errorf("spool: seal: %w", err)
-	}
-	names, err := s.sealed()
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, name := range names {
-		n, err := replayFile(ctx, name, batch, push)
-		if err != nil {
-			return total, err
-		}
-		if err := os.Remove(name); err != nil {
-			return total, fmt.Errorf("spool: remove %s: %w", name, err)
-		}
-		s.pending.Add(-int64(n))
-		total += n
-	}
-	return total, nil
-}
-
-func replayFile(ctx context.Context, name string, batch int, push func(context.Context, []store.PushItem) error) (int, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, fmt.Errorf("spool: open %s: %w", name, err)
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	items := make([]store.PushItem, 0, batch)
-	total := 0
-	flush := func() error {
-		if len(items) == 0 {
-			return nil
-		}
-		if err := push(ctx, items); err != nil {
-			return err
-		}
-		total += len(items)
-		items = items[:0]
-		return nil
-	}
-	for {
-		rec, err := readRecord(r)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return total, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
-		}
-		it, err := decodeRecord(rec)
-		if err != nil {
-			return total, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
-		}
-		items = append(items, it)
-		if len(items) == batch {
-			if err := flush(); err != nil {
-				return total, err
-			}
-		}
-	}
-	return total, flush()
-}
-
-// readRecord reads one record. A record cut short by a crash during its
-// write (the client never got 201 for it) reads as the end of the file.
-func readRecord(r *bufio.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxRecord {
-		return nil, fmt.Errorf("record of %d bytes exceeds the %d byte limit", n, maxRecord)
-	}
-	rec := make([]byte, n)
-	if _, err := io.ReadFull(r, rec); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-	return rec, nil
-}
-
-func countRecords(name string) (int, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	n := 0
-	for {
-		if _, err := readRecord(r); err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
-			return n, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
-		}
-		n++
-	}
 }
 
 // sealed lists sealed segments in write order.
