@@ -78,6 +78,7 @@ func (s *Spool) replaySegment(ctx context.Context, name string, batch int, push 
 	}
 	r := bufio.NewReader(f)
 	items := make([]store.PushItem, 0, batch)
+	keys := make([]PartitionKey, 0, batch) // of items, taken before push sees them
 	stored := 0
 	// flush pushes items, which end at byte upTo of the segment.
 	flush := func(upTo int64) error {
@@ -100,9 +101,9 @@ func (s *Spool) replaySegment(ctx context.Context, name string, batch int, push 
 			}
 		}
 		s.done[name] = upTo
-		s.release(len(items))
+		s.release(keys, len(keys))
 		stored += len(items) - len(refused)
-		items = items[:0]
+		items, keys = items[:0], keys[:0]
 		return nil
 	}
 	for {
@@ -129,10 +130,11 @@ func (s *Spool) replaySegment(ctx context.Context, name string, batch int, push 
 				return stored, fmt.Errorf("spool: dead letter: %w", err)
 			}
 			s.done[name] = off
-			s.release(1)
+			s.release(nil, 1)
 			continue
 		}
 		items = append(items, it)
+		keys = append(keys, keyOf(&it))
 		if len(items) == batch {
 			if err := flush(off); err != nil {
 				return stored, err
@@ -187,28 +189,32 @@ func readRecord(r *bufio.Reader) ([]byte, error) {
 	return rec, nil
 }
 
-// countRecords counts the records of a sealed segment. It decodes them so
-// that a record too new for this build fails Open rather than a later
-// Replay.
-func countRecords(name string) (int, error) {
+// scanSegment returns the partition of every record of a sealed segment,
+// and how many records are too damaged to tell. A record too new for this
+// build fails it, so that Open refuses a spool it could not replay.
+func scanSegment(name string) (keys []PartitionKey, damaged int, err error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
-	n := 0
 	for {
 		rec, err := readRecord(r)
 		if errors.Is(err, io.EOF) {
-			return n, nil
+			return keys, damaged, nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
+			return nil, 0, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
 		}
-		if _, err := decodeRecord(rec); errors.Is(err, ErrUnknownVersion) {
-			return n, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
+		it, err := decodeRecord(rec)
+		switch {
+		case errors.Is(err, ErrUnknownVersion):
+			return nil, 0, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
+		case err != nil:
+			damaged++
+		default:
+			keys = append(keys, keyOf(&it))
 		}
-		n++
 	}
 }

@@ -17,6 +17,11 @@
 // lowercase keys and the payload as raw JSON; version 1, written before,
 // has no "v" key, Go field names as keys and a base64 payload. A record of
 // a newer version stops Open and Replay with ErrUnknownVersion.
+//
+// The spool also counts, in memory, the records not yet replayed per
+// partition, so that the broker can write fresh pushes straight to the
+// database except to partitions that still have spooled records (which
+// they would overtake): see PendingIn and WaitClear.
 package spool
 
 import (
@@ -52,7 +57,11 @@ type Spool struct {
 	torn    bool  // cur ends in part of a record: seal it before writing more
 	written int64 // appends written so far (not necessarily synced)
 
-	pending atomic.Int64 // records written and not yet replayed
+	// Lock order: mu before countMu.
+	countMu sync.Mutex
+	counts  map[PartitionKey]int64 // records not yet replayed, per partition; no zero entries
+	dropped chan struct{}          // closed and replaced whenever counts drop, to wake WaitClear
+	pending atomic.Int64           // all records not yet replayed, damaged ones included
 
 	// Group fsync: an append waits until an fsync that started after its
 	// write has finished, and at most one fsync runs at a time, so
@@ -78,7 +87,12 @@ func Open(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("spool: create %s: %w", dir, err)
 	}
-	s := &Spool{dir: dir, done: make(map[string]int64)}
+	s := &Spool{
+		dir:     dir,
+		counts:  make(map[PartitionKey]int64),
+		done:    make(map[string]int64),
+		dropped: make(chan struct{}),
+	}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	open, err := filepath.Glob(filepath.Join(dir, "*"+openSuffix))
 	if err != nil {
@@ -94,11 +108,12 @@ func Open(dir string) (*Spool, error) {
 		return nil, err
 	}
 	for _, name := range sealed {
-		n, err := countRecords(name)
+		keys, damaged, err := scanSegment(name)
 		if err != nil {
 			return nil, err
 		}
-		s.pending.Add(int64(n))
+		s.hold(keys)
+		s.pending.Add(int64(damaged))
 	}
 	n, err := countDeadLetters(s.DeadLetterPath())
 	if err != nil {
@@ -111,20 +126,20 @@ func Open(dir string) (*Spool, error) {
 // Pending reports how many records wait to be replayed.
 func (s *Spool) Pending() int64 { return s.pending.Load() }
 
-// release drops n records, stored or dead-lettered, from the pending count.
-func (s *Spool) release(n int) { s.pending.Add(-int64(n)) }
-
 // Append writes items as one durable write: when it returns nil, the items
 // survive a crash. Concurrent appends share fsyncs. When it returns an
 // error, none of the items is spooled, except after a failed write that
 // could not be undone, whose complete records may still be replayed.
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
+	keys := make([]PartitionKey, len(items))
+	ends := make([]int, len(items)) // where each record ends in buf
 	for i := range items {
 		var err error
 		if buf, err = appendRecord(buf, &items[i]); err != nil {
 			return fmt.Errorf("spool: encode: %w", err)
 		}
+		keys[i], ends[i] = keyOf(&items[i]), len(buf)
 	}
 	s.mu.Lock()
 	if s.torn {
@@ -140,18 +155,29 @@ func (s *Spool) Append(items []store.PushItem) error {
 		}
 	}
 	if n, err := s.cur.Write(buf); err != nil {
-		s.undoWriteLocked(n)
+		if s.undoWriteLocked(n) {
+			// The complete records before the torn one stay and will be
+			// replayed, so they must be counted.
+			complete := 0
+			for complete < len(ends) && ends[complete] <= n {
+				complete++
+			}
+			s.hold(keys[:complete])
+		}
 		s.mu.Unlock()
 		return fmt.Errorf("spool: write: %w", err)
 	}
 	s.size += int64(len(buf))
 	s.written++
 	mine := s.written
+	// Counted before s.mu is released, so before replay can see the
+	// records: PendingIn is true from now on, and replay's decrement
+	// cannot come first.
+	s.hold(keys)
 	s.mu.Unlock()
 	if err := s.syncThrough(mine); err != nil {
 		return fmt.Errorf("spool: sync: %w", err)
 	}
-	s.pending.Add(int64(len(items)))
 	return nil
 }
 
@@ -178,16 +204,18 @@ func (s *Spool) createLocked() error {
 // a long outage) back off the segment: a torn record followed by later ones
 // would misframe everything after it. If the cut fails, the segment is
 // marked torn so that the next append seals it first; a torn record at the
-// end of a segment reads as its end. s.mu must be held.
-func (s *Spool) undoWriteLocked(n int) {
+// end of a segment reads as its end. It reports whether the n bytes stay.
+// s.mu must be held.
+func (s *Spool) undoWriteLocked(n int) (kept bool) {
 	if n == 0 {
-		return
+		return false
 	}
 	if s.cur.Truncate(s.size) == nil {
-		return
+		return false
 	}
 	s.size += int64(n)
 	s.torn = true
+	return true
 }
 
 func syncDir(dir string) error {
