@@ -25,6 +25,7 @@
 package spool
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -133,13 +134,12 @@ func (s *Spool) Pending() int64 { return s.pending.Load() }
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
 	keys := make([]PartitionKey, len(items))
-	ends := make([]int, len(items)) // where each record ends in buf
 	for i := range items {
 		var err error
 		if buf, err = appendRecord(buf, &items[i]); err != nil {
 			return fmt.Errorf("spool: encode: %w", err)
 		}
-		keys[i], ends[i] = keyOf(&items[i]), len(buf)
+		keys[i] = keyOf(&items[i])
 	}
 	s.mu.Lock()
 	if s.torn {
@@ -158,11 +158,7 @@ func (s *Spool) Append(items []store.PushItem) error {
 		if s.undoWriteLocked(n) {
 			// The complete records before the torn one stay and will be
 			// replayed, so they must be counted.
-			complete := 0
-			for complete < len(ends) && ends[complete] <= n {
-				complete++
-			}
-			s.hold(keys[:complete])
+			s.hold(keys[:completeRecords(buf[:n])])
 		}
 		s.mu.Unlock()
 		return fmt.Errorf("spool: write: %w", err)
@@ -216,6 +212,20 @@ func (s *Spool) undoWriteLocked(n int) (kept bool) {
 	s.size += int64(n)
 	s.torn = true
 	return true
+}
+
+// completeRecords counts the whole records at the start of buf.
+func completeRecords(buf []byte) int {
+	n := 0
+	for len(buf) >= 4 {
+		end := 4 + int(binary.BigEndian.Uint32(buf))
+		if end > len(buf) {
+			break
+		}
+		buf = buf[end:]
+		n++
+	}
+	return n
 }
 
 func syncDir(dir string) error {

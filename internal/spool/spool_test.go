@@ -260,3 +260,24 @@ func checkOrder(t *testing.T, got []store.PushItem, n int) {
 		}
 	}
 }
+
+func TestCompleteRecords(t *testing.T) {
+	var buf []byte
+	var ends []int
+	for _, it := range items(0, 3) {
+		var err error
+		if buf, err = appendRecord(buf, &it); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, len(buf))
+	}
+	for n := 0; n <= len(buf); n++ {
+		want := 0
+		for want < len(ends) && ends[want] <= n {
+			want++
+		}
+		if got := completeRecords(buf[:n]); got != want {
+			t.Fatalf("completeRecords of %d bytes = %d, want %d", n, got, want)
+		}
+	}
+}
