@@ -1,27 +1,3 @@
-// Package spool is the broker's disk buffer for pushes it cannot write to
-// the database: during an outage or in push maintenance mode, accepted
-// messages are appended here (and fsynced before the client hears 201), and
-// replayed into the store in order once it is reachable again.
-//
-// Records are appended to one open segment file; Replay seals it and feeds
-// every sealed segment to the store in file order, deleting each once it is
-// fully stored. Items the store refuses for good (not an outage) go to a
-// dead-letter file in the same directory, so that one bad item cannot hold
-// up the ones behind it. A record is a 4-byte big-endian length and a JSON object
-// holding one pushed item, ids included, so replay is idempotent: the store
-// answers an item it already has as a duplicate of the same transactionId.
-//
-// The record format is defined in this package (record.go), not by
-// store.PushItem, and is versioned so that a spool written by one build
-// replays under the next. Version 2, written now, is {"v":2,...} with
-// lowercase keys and the payload as raw JSON; version 1, written before,
-// has no "v" key, Go field names as keys and a base64 payload. A record of
-// a newer version stops Open and Replay with ErrUnknownVersion.
-//
-// The spool also counts, in memory, the records not yet replayed per
-// partition, so that the broker can write fresh pushes straight to the
-// database except to partitions that still have spooled records (which
-// they would overtake): see PendingIn and WaitClear.
 package spool
 
 import (
@@ -48,6 +24,8 @@ const (
 )
 
 // Spool is a directory of segment files. It is safe for concurrent use.
+//
+// Lock order: replayMu, then mu, then countMu or syncMu.
 type Spool struct {
 	dir string
 
@@ -58,8 +36,7 @@ type Spool struct {
 	torn    bool  // cur ends in part of a record: seal it before writing more
 	written int64 // appends written so far (not necessarily synced)
 
-	// Lock order: mu before countMu.
-	countMu sync.Mutex
+	countMu sync.Mutex             // guards counts, dropped
 	counts  map[PartitionKey]int64 // records not yet replayed, per partition; no zero entries
 	dropped chan struct{}          // closed and replaced whenever counts drop, to wake WaitClear
 	pending atomic.Int64           // all records not yet replayed, damaged ones included
