@@ -1,23 +1,9 @@
-// Package spool is the broker's disk buffer for pushes it cannot write to
-// the database: during an outage or in push maintenance mode, accepted
-// messages are appended here (and fsynced before the client hears 201), and
-// replayed into the store in order once it is reachable again.
-//
-// Records are appended to one open segment file; Replay seals it and feeds
-// every sealed segment to the store in file order, deleting each once it is
-// fully stored. A record is a 4-byte big-endian length and the JSON of a
-// store.PushItem, ids included, so replay is idempotent: the store answers
-// an item it already has as a duplicate of the same transactionId.
 package spool
 
 import (
-	"bufio"
-	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,14 +24,22 @@ const (
 )
 
 // Spool is a directory of segment files. It is safe for concurrent use.
+//
+// Lock order: replayMu, then mu, then countMu or syncMu.
 type Spool struct {
 	dir string
 
-	mu      sync.Mutex // guards cur, seq, written; serialises writes and seals
+	mu      sync.Mutex // guards cur, seq, size, torn, written; serialises writes and seals
 	cur     *os.File
 	seq     int
-	written int64        // appends written so far (not necessarily synced)
-	pending atomic.Int64 // records written and not yet replayed
+	size    int64 // bytes in cur
+	torn    bool  // cur ends in part of a record: seal it before writing more
+	written int64 // appends written so far (not necessarily synced)
+
+	countMu sync.Mutex             // guards counts, dropped
+	counts  map[PartitionKey]int64 // records not yet replayed, per partition; no zero entries
+	dropped chan struct{}          // closed and replaced whenever counts drop, to wake WaitClear
+	pending atomic.Int64           // all records not yet replayed, damaged ones included
 
 	// Group fsync: an append waits until an fsync that started after its
 	// write has finished, and at most one fsync runs at a time, so
@@ -55,7 +49,14 @@ type Spool struct {
 	syncing  bool
 	synced   int64 // appends known to be on disk
 
-	replayMu sync.Mutex // one replay at a time
+	replayMu sync.Mutex // one replay at a time; guards done
+	// done holds, per sealed segment, how many of its bytes this process
+	// has replayed or dead-lettered, so that a replay stopped by an outage
+	// resumes after them instead of pushing (and counting) them again.
+	// After a crash it is empty and segments restart from their beginning.
+	done map[string]int64
+
+	deadLettered atomic.Int64 // lines in the dead-letter file
 }
 
 // Open opens (creating) the spool directory, seals segments left open by a
@@ -64,7 +65,12 @@ func Open(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("spool: create %s: %w", dir, err)
 	}
-	s := &Spool{dir: dir}
+	s := &Spool{
+		dir:     dir,
+		counts:  make(map[PartitionKey]int64),
+		done:    make(map[string]int64),
+		dropped: make(chan struct{}),
+	}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	open, err := filepath.Glob(filepath.Join(dir, "*"+openSuffix))
 	if err != nil {
@@ -80,12 +86,18 @@ func Open(dir string) (*Spool, error) {
 		return nil, err
 	}
 	for _, name := range sealed {
-		n, err := countRecords(name)
+		keys, damaged, err := scanSegment(name)
 		if err != nil {
 			return nil, err
 		}
-		s.pending.Add(int64(n))
+		s.hold(keys)
+		s.pending.Add(int64(damaged))
 	}
+	n, err := countDeadLetters(s.DeadLetterPath())
+	if err != nil {
+		return nil, fmt.Errorf("spool: dead letters: %w", err)
+	}
+	s.deadLettered.Store(n)
 	return s, nil
 }
 
@@ -93,40 +105,113 @@ func Open(dir string) (*Spool, error) {
 func (s *Spool) Pending() int64 { return s.pending.Load() }
 
 // Append writes items as one durable write: when it returns nil, the items
-// survive a crash. Concurrent appends share fsyncs.
+// survive a crash. Concurrent appends share fsyncs. When it returns an
+// error, none of the items is spooled, except after a failed write that
+// could not be undone, whose complete records may still be replayed.
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
+	keys := make([]PartitionKey, len(items))
 	for i := range items {
-		rec, err := json.Marshal(&items[i])
-		if err != nil {
+		var err error
+		if buf, err = appendRecord(buf, &items[i]); err != nil {
 			return fmt.Errorf("spool: encode: %w", err)
 		}
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(rec)))
-		buf = append(buf, rec...)
+		keys[i] = keyOf(&items[i])
 	}
 	s.mu.Lock()
+	if s.torn {
+		if err := s.sealLocked(); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("spool: seal torn segment: %w", err)
+		}
+	}
 	if s.cur == nil {
-		s.seq++
-		name := filepath.Join(s.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), s.seq, openSuffix))
-		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-		if err != nil {
+		if err := s.createLocked(); err != nil {
 			s.mu.Unlock()
 			return fmt.Errorf("spool: create segment: %w", err)
 		}
-		s.cur = f
 	}
-	if _, err := s.cur.Write(buf); err != nil {
+	if n, err := s.cur.Write(buf); err != nil {
+		if s.undoWriteLocked(n) {
+			// The complete records before the torn one stay and will be
+			// replayed, so they must be counted.
+			s.hold(keys[:completeRecords(buf[:n])])
+		}
 		s.mu.Unlock()
 		return fmt.Errorf("spool: write: %w", err)
 	}
+	s.size += int64(len(buf))
 	s.written++
 	mine := s.written
+	// Counted before s.mu is released, so before replay can see the
+	// records: PendingIn is true from now on, and replay's decrement
+	// cannot come first.
+	s.hold(keys)
 	s.mu.Unlock()
 	if err := s.syncThrough(mine); err != nil {
 		return fmt.Errorf("spool: sync: %w", err)
 	}
-	s.pending.Add(int64(len(items)))
 	return nil
+}
+
+// createLocked starts a new open segment. s.mu must be held.
+func (s *Spool) createLocked() error {
+	s.seq++
+	name := filepath.Join(s.dir, fmt.Sprintf("%020d-%06d%s", time.Now().UnixNano(), s.seq, openSuffix))
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return err
+	}
+	// fsyncing the file does not make its directory entry durable: without
+	// this, a crash could lose a whole segment of acknowledged pushes.
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		os.Remove(name)
+		return err
+	}
+	s.cur, s.size = f, 0
+	return nil
+}
+
+// undoWriteLocked cuts a write that failed after n bytes (a full disk during
+// a long outage) back off the segment: a torn record followed by later ones
+// would misframe everything after it. If the cut fails, the segment is
+// marked torn so that the next append seals it first; a torn record at the
+// end of a segment reads as its end. It reports whether the n bytes stay.
+// s.mu must be held.
+func (s *Spool) undoWriteLocked(n int) (kept bool) {
+	if n == 0 {
+		return false
+	}
+	if s.cur.Truncate(s.size) == nil {
+		return false
+	}
+	s.size += int64(n)
+	s.torn = true
+	return true
+}
+
+// completeRecords counts the whole records at the start of buf.
+func completeRecords(buf []byte) int {
+	n := 0
+	for len(buf) >= 4 {
+		end := 4 + int(binary.BigEndian.Uint32(buf))
+		if end > len(buf) {
+			break
+		}
+		buf = buf[end:]
+		n++
+	}
+	return n
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // syncThrough returns once append number n is on disk, running an fsync
@@ -144,7 +229,10 @@ func (s *Spool) syncThrough(n int64) error {
 		s.mu.Lock()
 		f, upTo := s.cur, s.written
 		s.mu.Unlock()
-		var err error
+		// A segment leaves s.cur by seal or Close, which raise s.synced when
+		// their own fsync succeeds; finding none with n still unsynced means
+		// that fsync failed.
+		err := errors.New("segment closed before its fsync")
 		if f != nil {
 			err = f.Sync()
 		}
@@ -168,6 +256,12 @@ func (s *Spool) syncThrough(n int64) error {
 func (s *Spool) seal() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.sealLocked()
+}
+
+// sealLocked closes the open segment and renames it sealed. s.mu must be
+// held.
+func (s *Spool) sealLocked() error {
 	if s.cur == nil {
 		return nil
 	}
@@ -184,123 +278,8 @@ func (s *Spool) seal() error {
 	if err := s.cur.Close(); err != nil {
 		return err
 	}
-	s.cur = nil
+	s.cur, s.torn = nil, false
 	return os.Rename(name, strings.TrimSuffix(name, openSuffix)+sealedSuffix)
-}
-
-// Replay seals the open segment and hands every spooled record, in order and
-// in batches of at most batch items, to push. A segment is deleted once all
-// of its records were pushed; on the first error Replay stops, and the
-// segment is replayed from its start next time (push must be idempotent).
-// It returns how many records were replayed.
-func (s *Spool) Replay(ctx context.Context, batch int, push func(context.Context, []store.PushItem) error) (int, error) {
-	s.replayMu.Lock()
-	defer s.replayMu.Unlock()
-	if err := s.seal(); err != nil {
-		return 0, fmt.Errorf("spool: seal: %w", err)
-	}
-	names, err := s.sealed()
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, name := range names {
-		n, err := replayFile(ctx, name, batch, push)
-		if err != nil {
-			return total, err
-		}
-		if err := os.Remove(name); err != nil {
-			return total, fmt.Errorf("spool: remove %s: %w", name, err)
-		}
-		s.pending.Add(-int64(n))
-		total += n
-	}
-	return total, nil
-}
-
-func replayFile(ctx context.Context, name string, batch int, push func(context.Context, []store.PushItem) error) (int, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, fmt.Errorf("spool: open %s: %w", name, err)
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	items := make([]store.PushItem, 0, batch)
-	total := 0
-	flush := func() error {
-		if len(items) == 0 {
-			return nil
-		}
-		if err := push(ctx, items); err != nil {
-			return err
-		}
-		total += len(items)
-		items = items[:0]
-		return nil
-	}
-	for {
-		rec, err := readRecord(r)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return total, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
-		}
-		var it store.PushItem
-		if err := json.Unmarshal(rec, &it); err != nil {
-			return total, fmt.Errorf("spool: %s: decode: %w", filepath.Base(name), err)
-		}
-		items = append(items, it)
-		if len(items) == batch {
-			if err := flush(); err != nil {
-				return total, err
-			}
-		}
-	}
-	return total, flush()
-}
-
-// readRecord reads one record. A record cut short by a crash during its
-// write (the client never got 201 for it) reads as the end of the file.
-func readRecord(r *bufio.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxRecord {
-		return nil, fmt.Errorf("record of %d bytes exceeds the %d byte limit", n, maxRecord)
-	}
-	rec := make([]byte, n)
-	if _, err := io.ReadFull(r, rec); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-	return rec, nil
-}
-
-func countRecords(name string) (int, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	n := 0
-	for {
-		if _, err := readRecord(r); err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
-			return n, fmt.Errorf("spool: %s: %w", filepath.Base(name), err)
-		}
-		n++
-	}
 }
 
 // sealed lists sealed segments in write order.
@@ -320,7 +299,16 @@ func (s *Spool) Close() error {
 	if s.cur == nil {
 		return nil
 	}
-	err := s.cur.Close()
+	// An append racing with Close may still wait for its fsync, which finds
+	// no open segment afterwards and counts as done: sync for it here.
+	err := s.cur.Sync()
+	if err == nil {
+		s.syncMu.Lock()
+		s.synced = max(s.synced, s.written)
+		s.syncCond.Broadcast()
+		s.syncMu.Unlock()
+	}
+	err = errors.Join(err, s.cur.Close())
 	s.cur = nil
 	return err
 }

@@ -24,12 +24,12 @@ func items(from, n int) []store.PushItem {
 func collect(t *testing.T, s *Spool, batch int) []store.PushItem {
 	t.Helper()
 	var got []store.PushItem
-	n, err := s.Replay(context.Background(), batch, func(_ context.Context, its []store.PushItem) error {
+	n, err := s.Replay(context.Background(), batch, func(_ context.Context, its []store.PushItem) ([]Refusal, error) {
 		if len(its) > batch {
 			t.Fatalf("replay batch of %d, want at most %d", len(its), batch)
 		}
 		got = append(got, its...)
-		return nil
+		return nil, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +61,7 @@ func TestReplayKeepsOrderAcrossSegmentsAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := collect(t, s2, 3)
-	if len(got) != 12 {
-		t.Fatalf("replayed %d items, want 12", len(got))
-	}
-	for i, it := range got {
-		if it.TransactionID != fmt.Sprint(i) || it.MessageID != fmt.Sprint("m", i) || string(it.Payload) != fmt.Sprintf(`{"n":%d}`, i) {
-			t.Fatalf("item %d = %+v: order or content lost", i, it)
-		}
-	}
+	checkOrder(t, got, 12)
 	if s2.Pending() != 0 {
 		t.Fatalf("pending after replay = %d", s2.Pending())
 	}
@@ -78,8 +71,11 @@ func TestReplayKeepsOrderAcrossSegmentsAndRestarts(t *testing.T) {
 	}
 }
 
-func TestFailedReplayKeepsTheSegment(t *testing.T) {
-	s, err := Open(t.TempDir())
+// An outage stops replay; the next replay resumes with the batch that
+// failed, and the segment stays on disk until all of it is stored.
+func TestFailedReplayResumesWithTheFailedBatch(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,21 +84,36 @@ func TestFailedReplayKeepsTheSegment(t *testing.T) {
 	}
 	boom := errors.New("database down")
 	calls := 0
-	_, err = s.Replay(context.Background(), 2, func(context.Context, []store.PushItem) error {
+	n, err := s.Replay(context.Background(), 2, func(context.Context, []store.PushItem) ([]Refusal, error) {
 		calls++
 		if calls == 2 {
-			return boom
+			return nil, boom
 		}
-		return nil
+		return nil, nil
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Replay error = %v, want %v", err, boom)
+	if !errors.Is(err, boom) || n != 2 {
+		t.Fatalf("Replay = %d, %v, want 2, %v", n, err, boom)
 	}
-	if s.Pending() != 4 {
-		t.Fatalf("pending = %d, want 4 (the segment is replayed whole next time)", s.Pending())
+	if s.Pending() != 2 {
+		t.Fatalf("pending = %d, want 2", s.Pending())
 	}
-	if got := collect(t, s, 10); len(got) != 4 {
-		t.Fatalf("second replay got %d items, want 4", len(got))
+	if sealed, _ := s.sealed(); len(sealed) != 1 {
+		t.Fatalf("segments = %v, want the one partly replayed", sealed)
+	}
+	// A crash now restarts the segment from its beginning.
+	restarted, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restarted.Pending() != 4 {
+		t.Fatalf("pending after restart = %d, want 4", restarted.Pending())
+	}
+	got := collect(t, s, 10)
+	if len(got) != 2 || got[0].TransactionID != "2" || got[1].TransactionID != "3" {
+		t.Fatalf("second replay got %+v, want items 2 and 3", got)
+	}
+	if s.Pending() != 0 {
+		t.Fatalf("pending = %d, want 0", s.Pending())
 	}
 }
 
@@ -153,7 +164,7 @@ func TestConcurrentAppendsShareFsyncsAndLoseNothing(t *testing.T) {
 	// Replays racing with the appends must not make an append fail.
 	replayed := 0
 	for range 5 {
-		n, err := s.Replay(context.Background(), 100, func(context.Context, []store.PushItem) error { return nil })
+		n, err := s.Replay(context.Background(), 100, func(context.Context, []store.PushItem) ([]Refusal, error) { return nil, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,5 +174,110 @@ func TestConcurrentAppendsShareFsyncsAndLoseNothing(t *testing.T) {
 	rest := collect(t, s, 100)
 	if got := replayed + len(rest); got != writers*each {
 		t.Fatalf("replayed %d records, want %d", got, writers*each)
+	}
+}
+
+// A write that fails halfway (a full disk) must not leave a torn record in
+// front of later ones: they would be misframed.
+func TestFailedWriteIsCutOff(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(items(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	torn, err := appendRecord(nil, &items(90, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	n, err := s.cur.Write(torn[:len(torn)/2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.undoWriteLocked(n)
+	s.mu.Unlock()
+	if err := s.Append(items(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	checkOrder(t, collect(t, s, 10), 4)
+}
+
+// When the torn bytes cannot be cut off, the segment is sealed before the
+// next append, so the torn record is the end of its segment.
+func TestTornSegmentIsSealedBeforeTheNextAppend(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(items(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	torn, err := appendRecord(nil, &items(90, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	name := s.cur.Name()
+	w, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := w.Write(torn[:len(torn)/2])
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Truncate fails on a read-only descriptor.
+	s.cur.Close()
+	if s.cur, err = os.Open(name); err != nil {
+		t.Fatal(err)
+	}
+	s.undoWriteLocked(n)
+	if !s.torn {
+		t.Fatal("segment not marked torn after a failed cut")
+	}
+	s.mu.Unlock()
+	if err := s.Append(items(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := s.sealed()
+	if len(sealed) != 1 {
+		t.Fatalf("sealed segments = %v, want the torn one", sealed)
+	}
+	checkOrder(t, collect(t, s, 10), 4)
+}
+
+func checkOrder(t *testing.T, got []store.PushItem, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("replayed %d items, want %d", len(got), n)
+	}
+	for i, it := range got {
+		if it.TransactionID != fmt.Sprint(i) || it.MessageID != fmt.Sprint("m", i) || string(it.Payload) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("item %d = %+v: order or content lost", i, it)
+		}
+	}
+}
+
+func TestCompleteRecords(t *testing.T) {
+	var buf []byte
+	var ends []int
+	for _, it := range items(0, 3) {
+		var err error
+		if buf, err = appendRecord(buf, &it); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, len(buf))
+	}
+	for n := 0; n <= len(buf); n++ {
+		want := 0
+		for want < len(ends) && ends[want] <= n {
+			want++
+		}
+		if got := completeRecords(buf[:n]); got != want {
+			t.Fatalf("completeRecords of %d bytes = %d, want %d", n, got, want)
+		}
 	}
 }
