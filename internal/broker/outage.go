@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -13,19 +15,29 @@ import (
 // cannot take them (package spool implements it).
 type Spooler interface {
 	Append(items []store.PushItem) error
+	DeadLetterPath() string
+	DeadLettered() int64
 	Pending() int64
-	Replay(ctx context.Context, batch int, push func(context.Context, []store.PushItem) error) (int, error)
+	PendingIn(keys []spool.PartitionKey) bool
+	Replay(ctx context.Context, batch int,
+		push func(ctx context.Context, items []store.PushItem) (refused []spool.Refusal, err error)) (int, error)
+	WaitClear(ctx context.Context, keys []spool.PartitionKey) error
 }
 
 // replayBatch is how many spooled items one replayed push carries: large,
-// so that replay outpaces new pushes, which queue behind it in the spool.
+// so that replay catches up quickly.
 const replayBatch = 1000
 
-// MaintenanceStatus is what the maintenance routes report.
+// spoolWaitMax bounds how long a fresh push waits for the spooled items of
+// its partitions to be replayed before it is spooled behind them instead.
+const spoolWaitMax = 10 * time.Second
+
+// MaintenanceStatus is what the maintenance and buffer routes report.
 type MaintenanceStatus struct {
-	Buffered       int64
+	Buffered       int64 // spooled pushes waiting for replay
 	BufferHealthy  bool
 	DBHealthy      bool
+	DeadLettered   int64 // spooled pushes the database refused, set aside
 	Maintenance    bool
 	PopMaintenance bool
 }
@@ -40,6 +52,7 @@ func (b *Broker) Maintenance() MaintenanceStatus {
 	}
 	if b.spool != nil {
 		st.Buffered = b.spool.Pending()
+		st.DeadLettered = b.spool.DeadLettered()
 	}
 	return st
 }
@@ -103,11 +116,50 @@ func (b *Broker) refreshSettings(ctx context.Context) {
 	}
 }
 
-// spooling reports whether pushes must go to the spool now: in maintenance,
-// while the database is down, and while older spooled pushes are still
-// waiting (so that replay keeps each partition in order).
+// spooling reports whether pushes must go to the spool now: in maintenance
+// and while the database is down. Once it answers again, fresh pushes go
+// straight to it (see behindSpool).
 func (b *Broker) spooling() bool {
-	return b.spool != nil && (b.maintenance.Load() || b.dbDown.Load() || b.spool.Pending() > 0)
+	return b.spool != nil && (b.maintenance.Load() || b.dbDown.Load())
+}
+
+// behindSpool keeps each partition in order after an outage: items of a
+// partition that still has spooled pushes must not overtake them. It waits
+// (kicking the replay) until those partitions are replayed and reports
+// false; it reports true when the items must be spooled behind them instead,
+// because the database went down again, maintenance began, or the replay did
+// not reach them within spoolWaitMax. Partitions without spooled pushes never
+// wait, so a backlog on some partitions holds up no others.
+func (b *Broker) behindSpool(ctx context.Context, items []store.PushItem) bool {
+	if b.spool == nil || b.spool.Pending() == 0 {
+		return false
+	}
+	keys := make([]spool.PartitionKey, 0, 1)
+	for i := range items {
+		k := spool.PartitionKey{Tenant: items[i].Tenant, Queue: items[i].Queue, Partition: items[i].Partition}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	if !b.spool.PendingIn(keys) {
+		return false
+	}
+	b.kickRecovery()
+	wctx, cancel := context.WithTimeout(ctx, spoolWaitMax)
+	defer cancel()
+	for {
+		// Wake up now and then to notice an outage or maintenance, during
+		// which the replay stops and the wait would be for nothing.
+		step, cancelStep := context.WithTimeout(wctx, 100*time.Millisecond)
+		err := b.spool.WaitClear(step, keys)
+		cancelStep()
+		switch {
+		case err == nil:
+			return b.spooling()
+		case b.spooling() || wctx.Err() != nil:
+			return true
+		}
+	}
 }
 
 // spoolPush writes already prepared, deduplicated items to the spool and
@@ -163,27 +215,47 @@ func (b *Broker) recoverOnce(ctx context.Context) {
 		return
 	}
 	start := time.Now()
+	refusedBefore := b.spool.DeadLettered()
 	n, err := b.spool.Replay(ctx, replayBatch, b.replayPush)
+	refused := b.spool.DeadLettered() - refusedBefore
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && errors.Is(err, store.ErrUnavailable) {
 			b.markDown(err)
 		}
-		b.log.Warn("spool replay interrupted", "replayed", n, "pending", b.spool.Pending(), "err", err)
+		// Once per outage (the next attempts wait for a good ping) or per
+		// spool fault; never per item.
+		b.log.Warn("spool replay interrupted", "replayed", n, "set_aside", refused,
+			"pending", b.spool.Pending(), "err", err)
 		return
 	}
-	if n > 0 {
-		b.log.Info("spool replayed", "messages", n, "took", time.Since(start).Round(time.Millisecond))
+	if n > 0 || refused > 0 {
+		b.log.Info("spool replayed", "messages", n, "set_aside", refused, "pending", b.spool.Pending(),
+			"took", time.Since(start).Round(time.Millisecond))
+	}
+	if refused > 0 {
+		b.log.Warn("spooled pushes refused by the database were set aside", "items", refused,
+			"total", b.spool.DeadLettered(), "file", b.spool.DeadLetterPath())
 	}
 }
 
 // replayPush stores spooled items. They carry the ids minted when they were
 // accepted, so an item stored before a crash comes back as a duplicate of
-// itself, which is success.
-func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) error {
+// itself, which is success. Only an outage stops the replay: an item the
+// database refuses for any other reason is returned as a refusal, which the
+// spool sets aside, so that one bad item can never block those behind it.
+// A batch refused as a whole is retried item by item to find the bad ones.
+func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) ([]spool.Refusal, error) {
 	res, err := b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: b.now()})
-	if err != nil {
-		return err
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), ctx.Err() != nil:
+		return nil, err
+	case len(items) > 1:
+		return b.replayOneByOne(ctx, items)
+	default:
+		return []spool.Refusal{{Index: 0, Reason: refusalReason(err)}}, nil
 	}
+	var refused []spool.Refusal
 	var touched []string
 	queued := 0
 	for i := range res {
@@ -193,12 +265,34 @@ func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) error {
 			touched = appendNew(touched, store.QueueKey(items[i].Tenant, items[i].Queue))
 		case store.PushDuplicate:
 		default:
-			return errors.New("replay: item " + items[i].TransactionID + ": " + res[i].Error)
+			refused = append(refused, spool.Refusal{Index: i, Reason: string(res[i].Status) + ": " + res[i].Error})
 		}
 	}
 	b.metrics.Pushed(queued)
 	if len(touched) > 0 {
 		b.hub.kick(touched...)
 	}
-	return nil
+	return refused, nil
+}
+
+// replayOneByOne replays a batch the database refused as a whole, one item
+// at a time, so that only the items it refuses are set aside.
+func (b *Broker) replayOneByOne(ctx context.Context, items []store.PushItem) ([]spool.Refusal, error) {
+	var refused []spool.Refusal
+	for i := range items {
+		r, err := b.replayPush(ctx, items[i:i+1])
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range r {
+			refused = append(refused, spool.Refusal{Index: i, Reason: x.Reason})
+		}
+	}
+	return refused, nil
+}
+
+// refusalReason is the reason written beside a set-aside item: the store's
+// error, which names what the database refused.
+func refusalReason(err error) string {
+	return "refused by the database: " + err.Error()
 }

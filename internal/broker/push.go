@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/queen-go/queen/internal/store"
@@ -26,7 +27,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 	prepareItems(items, c)
 	unique, winner := dedupe(items)
 	var res []store.PushResult
-	if b.spooling() {
+	if b.spooling() || b.behindSpool(ctx, unique) {
 		res = b.spoolPush(unique)
 	} else {
 		var err error
@@ -35,9 +36,11 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		case err == nil:
 		case ctx.Err() != nil:
 			return nil, err // the client left; it will not read a verdict
-		case b.spool != nil:
-			// Whatever failed, the items are accepted: the spool holds them
+		case b.spool != nil && errors.Is(err, store.ErrUnavailable):
+			// An outage: the items are accepted, and the spool holds them
 			// until the store takes them (idempotently, by transactionId).
+			// Any other error is the request's, and is answered: spooling it
+			// would only fail again at replay.
 			b.markDown(err)
 			res = b.spoolPush(unique)
 		default:

@@ -73,6 +73,19 @@ func New(reg *prometheus.Registry) *Metrics {
 	return m
 }
 
+// WatchSpool reports the disk spool at scrape time: pushes waiting for
+// replay, and pushes the database refused at replay, set aside.
+func (m *Metrics) WatchSpool(pending, deadLettered func() int64) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "queen_spool_pending", Help: "Pushes in the disk spool waiting to be replayed.",
+		}, func() float64 { return float64(pending()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "queen_spool_dead_letters", Help: "Spooled pushes the database refused, set aside in the dead-letter file.",
+		}, func() float64 { return float64(deadLettered()) }),
+	)
+}
+
 // Pushed counts n stored messages.
 func (m *Metrics) Pushed(n int) {
 	m.MessagesPushed.Add(float64(n))

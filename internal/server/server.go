@@ -74,7 +74,11 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		if n := sp.Pending(); n > 0 {
 			log.Info("spooled pushes waiting for replay", "messages", n, "dir", cfg.SpoolDir)
 		}
+		if n := sp.DeadLettered(); n > 0 {
+			log.Warn("spooled pushes the database refused are set aside", "items", n, "file", sp.DeadLetterPath())
+		}
 		bcfg.Spool = sp
+		m.WatchSpool(sp.Pending, sp.DeadLettered)
 	}
 	b := broker.New(st, bcfg)
 	handler := httpapi.New(httpapi.Config{

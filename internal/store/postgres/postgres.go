@@ -86,6 +86,12 @@ type Store struct {
 	lastClaim atomic.Int64
 	wakes     *notifier
 
+	// migrated is set once the schema is known to be migrated; a store
+	// opened during an outage migrates when the database answers (ready).
+	migrated     atomic.Bool
+	migrateMu    sync.Mutex
+	migrateTried time.Time // guarded by migrateMu
+
 	closeOnce sync.Once
 	closing   chan struct{}
 }
@@ -93,6 +99,12 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open connects, applies pending migrations and starts the push batcher.
+//
+// A database that cannot be reached is not an error: the store opens
+// anyway, every operation fails with store.ErrUnavailable (so the broker
+// spools pushes and answers pops 503), and the migrations run as soon as the
+// database answers. Only what waiting cannot fix stops Open: a bad URL,
+// refused credentials, a schema that belongs to another application.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = withDefaults(cfg)
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
@@ -105,9 +117,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, wrapErr("postgres: connect", err)
 	}
-	if err := migrate(ctx, pool, cfg.Schema); err != nil {
+	migrateErr := migrate(ctx, pool, cfg.Schema)
+	if migrateErr != nil && !errors.Is(migrateErr, store.ErrUnavailable) {
 		pool.Close()
-		return nil, err
+		return nil, migrateErr
 	}
 	s := &Store{
 		pool:    pool,
@@ -119,9 +132,51 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.pushes = newBatcher(s, flushesInFlight)
 	s.wakes = newNotifier(s)
+	if migrateErr != nil {
+		s.migrateTried = time.Now()
+		s.log.Error("PostgreSQL unreachable at start-up; serving anyway: pushes are spooled, pops answer 503, "+
+			"and the schema is migrated once the database answers", "host", pcfg.ConnConfig.Host,
+			"database", pcfg.ConnConfig.Database, "err", migrateErr)
+		return s, nil
+	}
+	s.migrated.Store(true)
 	s.log.Info("postgres store open", "host", pcfg.ConnConfig.Host, "database", pcfg.ConnConfig.Database,
 		"pool", cfg.PoolSize)
 	return s, nil
+}
+
+// migrateRetry bounds how often a store opened during an outage tries its
+// migrations again.
+const migrateRetry = time.Second
+
+// ready returns nil once the schema is migrated. A store opened while the
+// database was unreachable migrates on the first call after it answers
+// (at most one attempt per migrateRetry, one at a time); until then it
+// reports store.ErrUnavailable.
+func (s *Store) ready(ctx context.Context) error {
+	if s.migrated.Load() {
+		return nil
+	}
+	if !s.migrateMu.TryLock() {
+		return fmt.Errorf("postgres: %w: migrating the schema", store.ErrUnavailable)
+	}
+	defer s.migrateMu.Unlock()
+	if s.migrated.Load() {
+		return nil
+	}
+	if time.Since(s.migrateTried) < migrateRetry {
+		return fmt.Errorf("postgres: %w: not reached since start-up", store.ErrUnavailable)
+	}
+	s.migrateTried = time.Now()
+	if err := migrate(ctx, s.pool, s.schema); err != nil {
+		if !errors.Is(err, store.ErrUnavailable) {
+			s.log.Error("PostgreSQL answers, but its schema cannot be migrated", "err", err)
+		}
+		return err
+	}
+	s.migrated.Store(true)
+	s.log.Info("PostgreSQL reachable; schema migrated")
+	return nil
 }
 
 func withDefaults(cfg Config) Config {
@@ -167,6 +222,9 @@ func (s *Store) Engine() string { return "postgres" }
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed() {
 		return store.ErrClosed
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
 	}
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("postgres: ping: %w: %w", store.ErrUnavailable, err)
@@ -251,6 +309,9 @@ const (
 
 // runTx is inTx without the closed check, for the batcher's final flushes.
 func (s *Store) runTx(ctx context.Context, op string, d durability, fn func(t *txn) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	for attempt := 1; ; attempt++ {
 		err := s.tryTx(ctx, d, fn)
 		if err == nil {

@@ -20,6 +20,9 @@ func (s *Store) SettingGet(ctx context.Context, p *store.SettingGetParams) (stri
 	if s.closed() {
 		return "", store.ErrClosed
 	}
+	if err := s.ready(ctx); err != nil {
+		return "", err
+	}
 	var v string
 	err := s.pool.QueryRow(ctx, sqlSettingGet, p.Key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -35,6 +38,9 @@ func (s *Store) SettingGet(ctx context.Context, p *store.SettingGetParams) (stri
 func (s *Store) SettingSet(ctx context.Context, p *store.SettingSetParams) error {
 	if s.closed() {
 		return store.ErrClosed
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
 	}
 	if _, err := s.pool.Exec(ctx, sqlSettingSet, p.Key, p.Value, p.Now.UnixMilli()); err != nil {
 		return wrapErr("postgres: write setting "+p.Key, err)
