@@ -20,6 +20,7 @@ import (
 
 	"github.com/queen-go/queen/internal/bench"
 	"github.com/queen-go/queen/internal/config"
+	"github.com/queen-go/queen/internal/logging"
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/postgres"
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -116,7 +117,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 	default:
 		st, err := postgres.Open(ctx, postgres.Config{
 			URL: cfg.DatabaseURL, Schema: cfg.PGSchema, PoolSize: cfg.PGPoolSize,
-			StatementTimeout: time.Duration(cfg.PGStatementTimeoutMs) * time.Millisecond, Logger: log,
+			StatementTimeout: cfg.PGStatementTimeout, Logger: log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
