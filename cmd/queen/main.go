@@ -17,9 +17,6 @@ import (
 	"github.com/queen-go/queen/internal/config"
 )
 
-// version is reported by /health; release builds set it with -ldflags.
-var version = "0.1.0-dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -32,6 +29,9 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
+		case "version":
+			currentVersion().print(os.Stdout)
+			return nil
 		case "bench":
 			return bench.Main(ctx, args[1:], os.Stdout, stderr)
 		case "serve":
@@ -46,5 +46,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	return serve(ctx, cfg, version, stderr)
+	return serve(ctx, cfg, currentVersion().Version, stderr)
 }
