@@ -1,142 +1,171 @@
 // Command queen is a message broker that speaks Queen's HTTP/JSON API.
 //
-// It is configured by environment variables (see README.md). With neither
-// QUEEN_DATABASE_URL nor PG_HOST set it stores data in an embedded SQLite
-// file under QUEEN_DATA_DIR.
+// `queen` (or `queen serve`) runs the broker, configured by flags and
+// environment variables (`queen --help` lists them all; see README.md);
+// `queen bench` measures a broker; `queen version` prints the version. With
+// neither a database URL nor PG_HOST set it stores data in an embedded
+// SQLite file under QUEEN_DATA_DIR.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/queen-go/queen/internal/bench"
 	"github.com/queen-go/queen/internal/config"
-	"github.com/queen-go/queen/internal/server"
-	"github.com/queen-go/queen/internal/store"
-	"github.com/queen-go/queen/internal/store/postgres"
-	"github.com/queen-go/queen/internal/store/sqlite"
 )
-
-// version is reported by /health; release builds set it with -ldflags.
-var version = "0.1.0-dev"
-
-// shutdownGrace bounds how long in-flight requests may take after a signal.
-const shutdownGrace = 30 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "queen:", err)
+		stop()
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "bench":
-			return bench.Main(ctx, args[1:], os.Stdout, stderr)
-		case "serve":
-			if len(args) > 1 {
-				return fmt.Errorf("serve takes no arguments: configure it with environment variables (see README.md)")
-			}
-		default:
-			return fmt.Errorf("unknown command %q (commands: serve, bench)", args[0])
+// run runs the command line args (without the program name). Help and
+// reports go to stdout, logs and diagnostics to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	root := newCommand(getenv, stdout, stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// usageError is a command line the program does not understand: an unknown
+// command or flag, or an argument where none is taken. It exits with 2.
+type usageError struct{ error }
+
+// brokerHelp says what running the broker does; root and serve share it.
+var brokerHelp = fmt.Sprintf(`Run without a command, or as 'queen serve', it runs the broker: it serves
+the API on --port and keeps messages in an embedded SQLite database under
+--data-dir, or in PostgreSQL when --database-url or --pg-host is set.
+SIGINT or SIGTERM stops it gracefully: waiting long polls are answered 204
+and requests in flight get %s to finish.
+
+Every setting is a flag and an environment variable (below, after "env");
+a flag wins over its variable, a variable over the default.`, shutdownGrace)
+
+// newCommand builds the command tree. getenv reads the environment
+// (os.Getenv in production).
+func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
+	runBroker := func(cmd *cobra.Command, _ []string) error {
+		cfg, err := config.Load(cmd.Flags(), getenv)
+		if err != nil {
+			return configError(err)
+		}
+		return serve(cmd.Context(), cfg, currentVersion().Version, stderr)
+	}
+	refused := "Refused at start-up, not available in this version yet:\n  " +
+		strings.Join(config.Unavailable(), "\n  ")
+
+	root := &cobra.Command{
+		Use:   "queen",
+		Short: "A message broker speaking Queen's HTTP/JSON API",
+		Long: "queen is a message broker that speaks Queen's HTTP/JSON API: partitioned queues,\n" +
+			"consumer groups, leases, acknowledgements, retries, a dead-letter queue and\n" +
+			"transactions.\n\n" + brokerHelp + "\n\n" + refused,
+		Args:              noArgs,
+		RunE:              runBroker,
+		SilenceErrors:     true, // main prints the error once, prefixed
+		SilenceUsage:      true, // a usage error names the help to read instead
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w; see '%s --help'", err, c.CommandPath())}
+	})
+
+	serveCmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the broker (what queen does without a command)",
+		Long:  "Serve Queen's HTTP/JSON API.\n\n" + brokerHelp + "\n\n" + refused,
+		Args:  noArgs,
+		RunE:  runBroker,
+	}
+	for _, c := range []*cobra.Command{root, serveCmd} {
+		config.AddFlags(c.Flags())
+		c.Flags().SortFlags = false // the table's order groups related settings
+	}
+
+	benchCmd := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "Load a broker, measure throughput and latency, verify nothing was lost",
+		// bench parses its own flags, so `queen bench -h` shows them.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bench.Main(cmd.Context(), args, stdout, stderr)
+		},
+	}
+	benchCmd.SetHelpFunc(func(*cobra.Command, []string) {
+		bench.Main(context.Background(), []string{"-h"}, stdout, stderr)
+	})
+
+	versionCmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, the Go version and the VCS revision",
+		Long: "Print the version, which /health reports too, the Go version and the VCS\n" +
+			"revision. Release builds set the version with\n" +
+			"  go build -ldflags \"-X main.version=1.2.3\" ./cmd/queen\n" +
+			"otherwise it comes from the build information: the module version, or the\n" +
+			"revision of the checkout it was built from, or \"devel\".",
+		Args: noArgs,
+		Run:  func(*cobra.Command, []string) { currentVersion().print(stdout) },
+	}
+
+	root.AddCommand(serveCmd, benchCmd, versionCmd)
+	return root
+}
+
+// noArgs refuses arguments: on the root an unknown command, elsewhere a
+// stray word.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if !cmd.HasSubCommands() {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q; see '%s --help'",
+			cmd.Name(), args[0], cmd.CommandPath())}
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
 		}
 	}
-	cfg, err := config.FromEnv(getenv)
-	if err != nil {
+	return usageError{fmt.Errorf("%s; the commands are %s; see '%s --help'",
+		msg, strings.Join(names, ", "), cmd.CommandPath())}
+}
+
+// configError puts each bad setting on its own line.
+func configError(err error) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	if len(errs) < 2 {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-
-	st, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return err
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
 	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			log.Error("close store", "err", err)
-		}
-	}()
-
-	if cfg.PprofAddr != "" {
-		go servePprof(cfg.PprofAddr, log)
-	}
-	srv, err := server.New(server.Config{
-		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
-	}, st)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Addr())
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
-	}
-	log.Info("queen listening", "addr", ln.Addr().String(), "engine", st.Engine(), "version", version)
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Error("shutdown incomplete", "err", err)
-	}
-	if err := <-served; err != nil {
-		return err
-	}
-	log.Info("stopped")
-	return nil
-}
-
-func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
-	switch cfg.Engine() {
-	case "sqlite":
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
-		}
-		return st, nil
-	default:
-		st, err := postgres.Open(ctx, postgres.Config{
-			URL: cfg.DatabaseURL, Schema: cfg.PGSchema, PoolSize: cfg.PGPoolSize,
-			StatementTimeout: time.Duration(cfg.PGStatementTimeoutMs) * time.Millisecond, Logger: log,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
-		}
-		return st, nil
-	}
-}
-
-// servePprof serves net/http/pprof on its own listener, only when
-// QUEEN_PPROF_ADDR asks for it, so profiles never share the API's port.
-func servePprof(addr string, log *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	log.Info("pprof listening", "addr", addr)
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	if err := srv.ListenAndServe(); err != nil {
-		log.Error("pprof server stopped", "err", err)
-	}
+	return fmt.Errorf("configuration:\n  %s", strings.Join(msgs, "\n  "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,21 +33,52 @@ func TestMain(m *testing.M) {
 type process struct {
 	cmd  *exec.Cmd
 	base string
-	logs *strings.Builder
+	logs *syncBuffer
 }
 
-func startBroker(t *testing.T, dataDir string) *process {
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// freePort returns a TCP port nothing listens on right now.
+func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), runMainEnv+"=1", "QUEEN_DATA_DIR="+dataDir,
-		"QUEEN_BIND_ADDR=127.0.0.1", fmt.Sprintf("PORT=%d", port))
-	logs := &strings.Builder{}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startBroker runs a broker configured by environment variables.
+func startBroker(t *testing.T, dataDir string) *process {
+	t.Helper()
+	port := freePort(t)
+	return launch(t, port, []string{"QUEEN_DATA_DIR=" + dataDir, "QUEEN_BIND_ADDR=127.0.0.1", fmt.Sprintf("PORT=%d", port)})
+}
+
+// launch runs the binary with env and args, expecting a broker on port,
+// and waits until it is healthy.
+func launch(t *testing.T, port int, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
+	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,14 @@
 package config
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/queen-go/queen/internal/logging"
 )
 
 func env(m map[string]string) func(string) string {
@@ -45,6 +51,184 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	for _, name := range []string{"PORT", "QUEEN_MAX_BODY_BYTES", "LOG_LEVEL"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+}
+
+// flags returns a flag set with every setting registered, parsed from args.
+func flags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("queen", pflag.ContinueOnError)
+	AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestFlagBeatsVariableBeatsDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(*Config) bool
+	}{
+		{"default", nil, nil, func(c *Config) bool { return c.Port == 6632 }},
+		{"variable", nil, map[string]string{"PORT": "7000"}, func(c *Config) bool { return c.Port == 7000 }},
+		{"flag over variable", []string{"--port=8000"}, map[string]string{"PORT": "7000"}, func(c *Config) bool { return c.Port == 8000 }},
+		{"flag over bad variable", []string{"--port", "8000"}, map[string]string{"PORT": "http"}, func(c *Config) bool { return c.Port == 8000 }},
+		{"blank flag restores default", []string{"--port="}, map[string]string{"PORT": "7000"}, func(c *Config) bool { return c.Port == 6632 }},
+		{"blank variable is unset", nil, map[string]string{"PORT": "  "}, func(c *Config) bool { return c.Port == 6632 }},
+		{"HOST", nil, map[string]string{"HOST": "10.0.0.1"}, func(c *Config) bool { return c.BindAddr == "10.0.0.1" }},
+		{"QUEEN_BIND_ADDR over HOST", nil, map[string]string{"HOST": "10.0.0.1", "QUEEN_BIND_ADDR": "10.0.0.2"},
+			func(c *Config) bool { return c.BindAddr == "10.0.0.2" }},
+		{"flag over QUEEN_BIND_ADDR", []string{"--bind-addr", "127.0.0.1"}, map[string]string{"QUEEN_BIND_ADDR": "10.0.0.2"},
+			func(c *Config) bool { return c.BindAddr == "127.0.0.1" }},
+		{"bare bool flag", []string{"--pg-use-ssl", "--pg-host=h"}, map[string]string{"PG_USE_SSL": "false"},
+			func(c *Config) bool { return c.PGUseSSL && strings.HasSuffix(c.DatabaseURL, "sslmode=verify-full") }},
+		{"bool flag false", []string{"--pg-ssl-reject-unauthorized=false", "--pg-host=h"}, map[string]string{"PG_USE_SSL": "true"},
+			func(c *Config) bool { return strings.HasSuffix(c.DatabaseURL, "sslmode=require") }},
+		{"ms flag", []string{"--http-write-timeout-ms=2500"}, map[string]string{"QUEEN_HTTP_WRITE_TIMEOUT_MS": "100"},
+			func(c *Config) bool { return c.HTTPWriteTimeout == 2500*time.Millisecond }},
+		{"data dir moves the spool", []string{"--data-dir=/var/lib/queen"}, nil,
+			func(c *Config) bool { return c.SpoolDir == "/var/lib/queen/spool" }},
+		{"database URL flag over PG_HOST", []string{"--database-url=postgres://a@b/c"}, map[string]string{"PG_HOST": "h"},
+			func(c *Config) bool { return c.DatabaseURL == "postgres://a@b/c" }},
+		{"log flags", []string{"--log-level=trace", "--log-format=json"}, map[string]string{"LOG_LEVEL": "error", "LOG_FORMAT": "text"},
+			func(c *Config) bool { return c.LogLevel == logging.LevelTrace && c.LogFormat == logging.FormatJSON }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(flags(t, tc.args...), env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Fatalf("args %q env %v: got %+v", tc.args, tc.env, c)
+			}
+		})
+	}
+}
+
+func TestBadValueNamesItsSource(t *testing.T) {
+	_, err := Load(flags(t, "--port=http", "--http-idle-timeout-ms=0"),
+		env(map[string]string{"PORT": "7000", "DB_POOL_SIZE": "1", "LOG_FORMAT": "logfmt", "PG_USE_SSL": "yes please"}))
+	if err == nil {
+		t.Fatal("no error for bad values")
+	}
+	for _, want := range []string{
+		`--port="http": want an integer from 0 to 65535`,
+		`--http-idle-timeout-ms="0": want an integer >= 1 (milliseconds)`,
+		`DB_POOL_SIZE="1": want an integer >= 2`,
+		`LOG_FORMAT="logfmt": want text or json`,
+		`PG_USE_SSL="yes please": want true or false`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "7000") {
+		t.Errorf("error mentions the variable the flag overrode:\n%v", err)
+	}
+}
+
+func TestDefaultsOfEverySetting(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		BindAddr: "0.0.0.0", Port: 6632,
+		DataDir: "./queen-data", SpoolDir: "queen-data/spool",
+		PGDatabase: "postgres", PGPassword: "postgres", PGPoolSize: 20, PGPort: 5432, PGSSLRejectUnauthorized: true,
+		PGSchema: "queen", PGStatementTimeout: 30 * time.Second, PGUser: "postgres",
+		HTTPBodyMinRate: 1024, HTTPIdleTimeout: 120 * time.Second, HTTPMaxConnections: 16384, HTTPMaxHeaderBytes: 65536,
+		HTTPReadHeaderTimeout: 10 * time.Second, HTTPReadTimeout: 10 * time.Second, HTTPWriteTimeout: 30 * time.Second,
+		MaxBodyBytes: 64 << 20,
+		LogFormat:    logging.FormatText, LogLevel: slog.LevelInfo,
+	}
+	if *c != want {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", *c, want)
+	}
+}
+
+func TestQueenLogLevels(t *testing.T) {
+	for v, want := range map[string]slog.Level{
+		"trace": logging.LevelTrace, "warning": slog.LevelWarn, "critical": logging.LevelCritical, "off": logging.LevelOff,
+	} {
+		c, err := FromEnv(env(map[string]string{"LOG_LEVEL": v}))
+		if err != nil || c.LogLevel != want {
+			t.Errorf("LOG_LEVEL=%s: %v, %v", v, c, err)
+		}
+	}
+}
+
+func TestPGPasswordKeepsItsSpaces(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"PG_HOST": "h", "PG_PASSWORD": " pw "}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PGPassword != " pw " || !strings.Contains(c.DatabaseURL, ":%20pw%20@") {
+		t.Fatalf("password %q, URL %q", c.PGPassword, c.DatabaseURL)
+	}
+}
+
+func TestUnavailableSettingsStopStartUp(t *testing.T) {
+	_, err := FromEnv(env(map[string]string{"JWT_ENABLED": "true"}))
+	const want = "JWT_ENABLED=true: JWT authentication is not available in this version yet; unset JWT_ENABLED"
+	if err == nil || err.Error() != want {
+		t.Fatalf("JWT_ENABLED=true: error %v, want %q", err, want)
+	}
+	for _, off := range []string{"false", "0", ""} {
+		if _, err := FromEnv(env(map[string]string{"JWT_ENABLED": off, "QUEEN_TENANCY_ENABLED": off})); err != nil {
+			t.Errorf("switched off with %q, still refused: %v", off, err)
+		}
+	}
+	if _, err := FromEnv(env(map[string]string{"JWT_ENABLED": "yes"})); err == nil {
+		t.Error("JWT_ENABLED=yes taken for off")
+	}
+	_, err = FromEnv(env(map[string]string{"QUEEN_ENCRYPTION_KEY": "0123abcd", "QUEEN_API_TOKENS": "tok-s3cret"}))
+	if err == nil || !strings.Contains(err.Error(), "QUEEN_ENCRYPTION_KEY is set: payload encryption") ||
+		strings.Contains(err.Error(), "0123abcd") || strings.Contains(err.Error(), "tok-s3cret") {
+		t.Fatalf("secrets: error %v", err)
+	}
+	for _, u := range unavailable {
+		if _, err := FromEnv(env(map[string]string{u.env: "true"})); err == nil || !strings.Contains(err.Error(), "unset "+u.env) {
+			t.Errorf("%s=true: error %v", u.env, err)
+		}
+	}
+}
+
+func TestSettingsTable(t *testing.T) {
+	seen := map[string]bool{}
+	fs := flags(t)
+	for _, s := range Settings() {
+		for _, name := range append([]string{s.Env, s.Flag}, s.Aliases...) {
+			if seen[name] {
+				t.Errorf("%s listed twice", name)
+			}
+			seen[name] = true
+		}
+		if want := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.Env, "QUEEN_")), "_", "-"); s.Flag != want {
+			t.Errorf("%s: flag --%s, want --%s", s.Env, s.Flag, want)
+		}
+		if s.Usage == "" || s.Type() == "" {
+			t.Errorf("%s: no usage or type", s.Env)
+		}
+		if s.Default != "" && s.Unset != "" {
+			t.Errorf("%s: both a default and an unset meaning", s.Env)
+		}
+		if f := fs.Lookup(s.Flag); f == nil || !strings.Contains(f.Usage, s.Env) {
+			t.Errorf("--%s: not registered, or its help does not name %s", s.Flag, s.Env)
+		}
+		if s.Default != "" {
+			if _, err := FromEnv(env(map[string]string{s.Env: s.Default})); err != nil {
+				t.Errorf("%s: default %q does not validate: %v", s.Env, s.Default, err)
+			}
+		}
+	}
+	for _, u := range unavailable {
+		if seen[u.env] {
+			t.Errorf("%s is both a setting and unavailable", u.env)
 		}
 	}
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/queen-go/queen/internal/config"
+	"github.com/queen-go/queen/internal/logging"
+	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/postgres"
+	"github.com/queen-go/queen/internal/store/sqlite"
+)
+
+// shutdownGrace bounds how long in-flight requests may take after a signal.
+const shutdownGrace = 30 * time.Second
+
+// serve runs the broker until ctx ends, then shuts it down gracefully.
+// Logs go to stderr.
+func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Writer) error {
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+
+	if cfg.PprofAddr != "" {
+		go servePprof(cfg.PprofAddr, log)
+	}
+	srv, err := server.New(server.Config{
+		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
+	}, st)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+	}
+	log.Info("queen listening", "addr", ln.Addr().String(), "engine", st.Engine(), "version", version)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("shutdown incomplete", "err", err)
+	}
+	if err := <-served; err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
+	switch cfg.Engine() {
+	case "sqlite":
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
+		}
+		return st, nil
+	default:
+		st, err := postgres.Open(ctx, postgres.Config{
+			URL: cfg.DatabaseURL, Schema: cfg.PGSchema, PoolSize: cfg.PGPoolSize,
+			StatementTimeout: cfg.PGStatementTimeout, Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return st, nil
+	}
+}
+
+// servePprof serves net/http/pprof on its own listener, only when
+// QUEEN_PPROF_ADDR asks for it, so profiles never share the API's port.
+func servePprof(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("pprof listening", "addr", addr)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("pprof server stopped", "err", err)
+	}
+}
