@@ -212,3 +212,24 @@ func metric(t *testing.T, base, name string) string {
 	}
 	return ""
 }
+
+// TestSecondBrokerOnTheSameFolderRefused: a second broker on the data folder
+// of a running one exits at once with a message saying so, and the first
+// keeps serving.
+func TestSecondBrokerOnTheSameFolderRefused(t *testing.T) {
+	dir := t.TempDir()
+	first := startBroker(t, dir)
+	_, stderr, code := queen(t, []string{"QUEEN_DATA_DIR=" + dir, "QUEEN_BIND_ADDR=127.0.0.1",
+		fmt.Sprintf("PORT=%d", freePort(t))})
+	if code == 0 || !strings.Contains(stderr, "in use by another queen broker") {
+		t.Fatalf("second broker on %s: exit %d, stderr:\n%s\nwant a refusal naming the folder", dir, code, stderr)
+	}
+	resp, err := http.Get(first.base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("first broker after the refusal: /health %d", resp.StatusCode)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/queen-go/queen/internal/config"
 	"github.com/queen-go/queen/internal/logging"
 	"github.com/queen-go/queen/internal/server"
@@ -41,6 +43,11 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	}
 	srv, err := server.New(server.Config{
 		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
+		Registry:          prometheus.NewRegistry(),
+		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
+		MaxConnections:    cfg.HTTPMaxConnections,
 	}, st)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/httpapi"
@@ -24,8 +26,24 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
+// Defaults of the HTTP limits (Config fields left zero).
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxConnections    = 16384
+)
+
 // Config configures a Server.
 type Config struct {
+	// HTTP limits; zero values take the defaults above. The body read
+	// timeout, body rate and write timeout are applied per request by the
+	// API (httpapi.Config).
+	IdleTimeout       time.Duration
+	MaxConnections    int
+	MaxHeaderBytes    int
+	ReadHeaderTimeout time.Duration
+
 	// Logger receives all logs; nil discards them.
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; 0 means 64 MiB.
@@ -45,6 +63,7 @@ type Server struct {
 	broker   *broker.Broker
 	http     *http.Server
 	log      *slog.Logger
+	maxConns int
 	services *service.Supervisor
 	spool    *spool.Spool
 
@@ -96,10 +115,12 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		log:      log,
 		spool:    sp,
 		services: service.NewSupervisor(log, append(b.Services(), listener)...),
+		maxConns: cmp.Or(cfg.MaxConnections, DefaultMaxConnections),
 		http: &http.Server{
 			Handler:           handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
+			ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+			IdleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+			MaxHeaderBytes:    cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
@@ -122,7 +143,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.Start(context.Background()); err != nil {
 		return err
 	}
-	err := s.http.Serve(ln)
+	// At the cap, further connections wait in the listen backlog until one
+	// closes, instead of costing a goroutine and a descriptor each.
+	err := s.http.Serve(netutil.LimitListener(ln, s.maxConns))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

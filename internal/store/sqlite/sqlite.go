@@ -49,6 +49,7 @@ type Config struct {
 type Store struct {
 	db     *sql.DB // the single writer connection
 	reader *sql.DB // read-only connections for health checks
+	lock   *os.File // the data folder's lock file, held while open
 	log    *slog.Logger
 	jobs   chan *job
 	done   chan struct{}
@@ -100,6 +101,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir %q: %w", cfg.Dir, err)
 	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opened := false
+	defer func() {
+		if !opened && lock != nil {
+			lock.Close()
+		}
+	}()
 	path := filepath.Join(cfg.Dir, "queen.db")
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
 		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)" +
@@ -139,6 +150,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cache:   newCache(),
 		sync:    durable, // the DSN opens with synchronous=FULL
 	}
+	s.lock = lock
+	opened = true
 	go s.writer()
 	s.log.Info("embedded store open", "path", path)
 	return s, nil
@@ -168,6 +181,9 @@ func (s *Store) Close() error {
 		<-s.done
 		s.stmts.close()
 		s.closeErr = errors.Join(s.db.Close(), s.reader.Close())
+		if s.lock != nil {
+			s.closeErr = errors.Join(s.closeErr, s.lock.Close()) // releases the folder
+		}
 	})
 	return s.closeErr
 }
