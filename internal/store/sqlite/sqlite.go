@@ -47,8 +47,8 @@ type Config struct {
 
 // Store is the embedded engine. Create it with Open.
 type Store struct {
-	db     *sql.DB // the single writer connection
-	reader *sql.DB // read-only connections for health checks
+	db     *sql.DB  // the single writer connection
+	reader *sql.DB  // read-only connections for health checks
 	lock   *os.File // the data folder's lock file, held while open
 	log    *slog.Logger
 	jobs   chan *job
