@@ -68,8 +68,15 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 	}
 	res, err := b.store.TxRun(ctx, params)
 	var abort *store.TxAbortError
-	if errors.As(err, &abort) {
+	switch {
+	case errors.As(err, &abort):
 		out.Error = abort.Reason
+		b.metrics.Transactions.WithLabelValues("aborted").Inc()
+		return out, nil
+	case errors.Is(err, store.ErrInvalid):
+		// A value the database refused is the client's mistake: inside a
+		// transaction that is a failed transaction, not an HTTP error.
+		out.Error = "a value of the transaction was refused by the database (invalid text or too long)"
 		b.metrics.Transactions.WithLabelValues("aborted").Inc()
 		return out, nil
 	}

@@ -58,10 +58,28 @@ func unavailable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
-// wrapErr prefixes err with op and marks outages with store.ErrUnavailable.
+// invalid reports errors that mean PostgreSQL refused a value the request
+// carried: a data exception (class 22: a NUL byte or invalid UTF-8 in text,
+// a value out of range) or a program limit (54000: an index row too large,
+// as a name of a few kilobytes makes). Validation at the door should catch
+// them first; if one slips past, it is still the client's, not an outage
+// and not an internal error.
+func invalid(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")
+}
+
+// wrapErr prefixes err with op and marks outages with store.ErrUnavailable
+// and refused values with store.ErrInvalid.
 func wrapErr(op string, err error) error {
-	if unavailable(err) {
+	switch {
+	case unavailable(err):
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	case invalid(err):
+		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalid, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
