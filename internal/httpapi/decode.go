@@ -16,19 +16,12 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// badRequest is a client error found while decoding: 400 with its text.
-type badRequest struct {
-	msg string
-}
-
-func (e *badRequest) Error() string { return e.msg }
-
 func badBody(format string, args ...any) error {
-	return &badRequest{msg: "bad body: " + fmt.Sprintf(format, args...)}
+	return badRequest("bad body: " + fmt.Sprintf(format, args...))
 }
 
 func badQuery(format string, args ...any) error {
-	return &badRequest{msg: "bad query: " + fmt.Sprintf(format, args...)}
+	return badRequest("bad query: " + fmt.Sprintf(format, args...))
 }
 
 // readBody reads the whole (already size-capped) request body.
@@ -235,7 +228,7 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 		return nil, badBody("operations array is required")
 	}
 	if len(*b.Operations) == 0 {
-		return nil, &badRequest{msg: "operations array cannot be empty"}
+		return nil, badRequest("operations array cannot be empty")
 	}
 	tx := &Transaction{RequiredLeases: b.RequiredLeases}
 	for i, op := range *b.Operations {
@@ -257,7 +250,7 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
 		default:
-			return nil, &badRequest{msg: fmt.Sprintf("unsupported operation type %q at operations[%d]", typ, i)}
+			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at operations[%d]", typ, i))
 		}
 	}
 	return tx, nil
@@ -286,7 +279,7 @@ func DecodeConfigure(body []byte) (*Configure, error) {
 		return nil, err
 	}
 	if b.Queue == nil || *b.Queue == "" {
-		return nil, &badRequest{msg: "queue is required"}
+		return nil, badRequest("queue is required")
 	}
 	c := &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task),
 		Options: store.DefaultQueueOptions()}

@@ -82,7 +82,7 @@ func preflight(msg string) bool {
 // checkErr checks that a decoder's error is a 400 with a documented text.
 func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
 	t.Helper()
-	var br *badRequest
+	var br *httpError
 	if !errors.As(err, &br) {
 		t.Fatalf("body %q: error %v (%T) is not a bad request", body, err, err)
 	}
