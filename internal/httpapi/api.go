@@ -48,6 +48,10 @@ type api struct {
 
 // New returns the HTTP handler of the whole API.
 func New(cfg Config) http.Handler {
+	return newAPI(cfg).router()
+}
+
+func newAPI(cfg Config) *api {
 	a := &api{
 		broker:  cfg.Broker,
 		log:     cfg.Logger,
@@ -65,7 +69,7 @@ func New(cfg Config) http.Handler {
 		a.metrics = metrics.New()
 	}
 	a.prom = promhttp.HandlerFor(a.metrics.Registry, promhttp.HandlerOpts{})
-	return a.router()
+	return a
 }
 
 // caller is who the request acts for: without authentication and tenancy,

@@ -62,7 +62,8 @@ type errorJSON struct {
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err error) {
 	status, msg := errorStatus(err)
 	if status >= http.StatusInternalServerError {
-		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", rt.Name, "err", err)
+		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", rt.Name,
+			"requestId", RequestID(r.Context()), "err", err)
 	}
 	var pf *preflightError
 	if status == http.StatusBadRequest && errors.As(err, &pf) {
