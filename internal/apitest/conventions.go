@@ -138,10 +138,11 @@ func (s *suite) testConventions(t *testing.T) {
 		for _, body := range []any{big, chunkedBody{data: big}} {
 			r = c.do(t, "POST", "/api/v1/push", body)
 			wantStatus(t, r, http.StatusRequestEntityTooLarge)
-			// decisions.md: 413 answers {"error":"request body too large"}.
+			// The text names the limit and the setting that raises it.
+			want := map[string]any{"error": "request body too large: the limit is 1024 bytes (QUEEN_MAX_BODY_BYTES)"}
 			var m map[string]any
-			if err := json.Unmarshal(r.Body, &m); err != nil || !reflect.DeepEqual(m, map[string]any{"error": "request body too large"}) {
-				t.Fatalf("%s: body %q, want {\"error\":\"request body too large\"}", r.what, r.Body)
+			if err := json.Unmarshal(r.Body, &m); err != nil || !reflect.DeepEqual(m, want) {
+				t.Fatalf("%s: body %q, want %v", r.what, r.Body, want)
 			}
 		}
 		r = c.do(t, "POST", "/api/v1/ack/batch", `{"acknowledgments":[],"pad":"`+strings.Repeat("p", 2000)+`"}`)

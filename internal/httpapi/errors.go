@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/store"
 )
 
 // httpError is an error a handler answers with its own status and text:
@@ -35,9 +39,19 @@ type preflightError struct {
 func (e *preflightError) Error() string { return e.err.Error() }
 func (e *preflightError) Unwrap() error { return e.err }
 
+// The texts of errors whose detail stays in the log.
+const (
+	msgClosed      = "the broker is shutting down; try again shortly"
+	msgInvalid     = "the database refused a value of this request (a name or payload it cannot store)"
+	msgNotFound    = "not found"
+	msgUnavailable = "database unavailable; try again shortly"
+)
+
 // errorStatus is the one mapping from an error to the status and the text a
-// client sees.
-func errorStatus(err error) (status int, msg string) {
+// client sees. Only errors meant for the client carry their own text; for the
+// others the text is a fixed sentence and err's detail (driver messages,
+// addresses) goes to the log under the request id, which a 500 names.
+func errorStatus(err error, requestID string) (status int, msg string) {
 	var he *httpError
 	var invalid *broker.InvalidError
 	var tooBig *http.MaxBytesError
@@ -45,11 +59,20 @@ func errorStatus(err error) (status int, msg string) {
 	case errors.As(err, &he):
 		return he.status, he.msg
 	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, "request body too large"
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"request body too large: the limit is %d bytes (QUEEN_MAX_BODY_BYTES)", tooBig.Limit)
 	case errors.As(err, &invalid):
 		return http.StatusBadRequest, invalid.Msg
+	case errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest, msgInvalid
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, msgNotFound
+	case errors.Is(err, store.ErrClosed):
+		return http.StatusServiceUnavailable, msgClosed
+	case errors.Is(err, store.ErrUnavailable):
+		return http.StatusServiceUnavailable, msgUnavailable
 	}
-	return http.StatusInternalServerError, err.Error()
+	return http.StatusInternalServerError, "internal error; the broker's log has the details under request id " + requestID
 }
 
 // errorJSON is the broker's error body.
@@ -60,10 +83,13 @@ type errorJSON struct {
 
 // writeError answers err: the one place that writes an error body.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err error) {
-	status, msg := errorStatus(err)
-	if status >= http.StatusInternalServerError {
-		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "route", rt.Name,
-			"requestId", RequestID(r.Context()), "err", err)
+	ctx := r.Context()
+	id := RequestID(ctx)
+	status, msg := errorStatus(err, id)
+	if level, ok := errorLogLevel(ctx, status, msg); ok && a.log.Enabled(ctx, level) {
+		a.log.LogAttrs(ctx, level, "request failed", slog.String("method", r.Method),
+			slog.String("route", rt.Name), slog.Int("status", status), slog.String("requestId", id),
+			slog.Any("err", err))
 	}
 	var pf *preflightError
 	if status == http.StatusBadRequest && errors.As(err, &pf) {
@@ -76,4 +102,22 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err e
 		body.Code = he.code
 	}
 	writeJSON(w, status, body)
+}
+
+// errorLogLevel is the level an answered error is logged at; false when the
+// client's text says it all. A 500 is an error, or debug when the client has
+// gone away and will not read it; a 503 is a warning; a value the database
+// refused is info.
+func errorLogLevel(ctx context.Context, status int, msg string) (slog.Level, bool) {
+	switch {
+	case status == http.StatusInternalServerError && ctx.Err() != nil:
+		return slog.LevelDebug, true
+	case status == http.StatusInternalServerError:
+		return slog.LevelError, true
+	case status == http.StatusServiceUnavailable:
+		return slog.LevelWarn, true
+	case msg == msgInvalid:
+		return slog.LevelInfo, true
+	}
+	return 0, false
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -92,31 +91,6 @@ func TestAccessLog(t *testing.T) {
 	New(Config{Logger: log}).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/nope", nil))
 	if len(*records) != 0 {
 		t.Errorf("at info level: %d log records, want none", len(*records))
-	}
-}
-
-// TestErrorLogCarriesRequestID: a failed request is logged under its
-// request id.
-func TestErrorLogCarriesRequestID(t *testing.T) {
-	log, records := recordLogs(slog.LevelInfo)
-	h := newAPI(Config{Logger: log}).serve(route{RouteInfo{Name: "boom"}, func(w http.ResponseWriter, r *http.Request) error {
-		return errors.New("connect to 10.0.0.7:5432 refused")
-	}})
-	req := httptest.NewRequest("GET", "/boom", nil)
-	req.Header.Set("X-Request-Id", "r-500")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusInternalServerError {
-		t.Fatalf("status %d, want 500", rec.Code)
-	}
-	if len(*records) != 1 {
-		t.Fatalf("%d log records, want one error", len(*records))
-	}
-	r := (*records)[0]
-	a := attrs(r)
-	if r.Level != slog.LevelError || a["requestId"].String() != "r-500" || a["route"].String() != "boom" ||
-		!strings.Contains(a["err"].String(), "10.0.0.7:5432") {
-		t.Errorf("error log %q %v, want the detail under requestId r-500", r.Message, a)
 	}
 }
 
