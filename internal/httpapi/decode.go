@@ -32,13 +32,15 @@ func readBody(r *http.Request) ([]byte, error) {
 		if errors.As(err, &tooBig) {
 			return nil, err
 		}
-		return nil, badBody("%v", err)
+		// The text of a failed read can name the connection's addresses.
+		return nil, badBody("the request body could not be read to its end")
 	}
 	return body, nil
 }
 
-// unmarshal parses body into v, turning parser errors into "bad body: …"
-// messages with a line and column, whatever the Content-Type said.
+// unmarshal parses body into v whatever the Content-Type said. A body that
+// does not parse is "bad body: …" with a line and column; a value of the
+// wrong type is "bad body: <path>: expected …, got …".
 func unmarshal(body []byte, v any) error {
 	err := json.Unmarshal(body, v)
 	if err == nil {
@@ -53,13 +55,9 @@ func unmarshal(body []byte, v any) error {
 		line, col := position(body, syn.Offset)
 		return badBody("%s at line %d column %d", strings.TrimPrefix(syn.Error(), "json: "), line, col)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "body"
-		}
-		return badBody("invalid type: %s, expected %s at %s", typ.Value, typ.Type, field)
+		return describeTypeError(body, v, typ)
 	default:
-		return badBody("%s", strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf("decode body: %w", err) // a bug of ours, not the client's
 	}
 }
 
@@ -99,7 +97,7 @@ func DecodePush(body []byte) ([]store.PushItem, error) {
 		return nil, err
 	}
 	if b.Items == nil {
-		return nil, badBody("missing field `items`")
+		return nil, missing("items")
 	}
 	return pushItems(*b.Items, "items")
 }
@@ -108,11 +106,12 @@ func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
 	items := make([]store.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
-		if it.Queue == nil || *it.Queue == "" {
-			return nil, badBody("%s[%d]: missing field `queue`", path, i)
+		at := path + "[" + strconv.Itoa(i) + "]"
+		if err := required(it.Queue, at, "queue", ""); err != nil {
+			return nil, err
 		}
 		if len(it.Payload) == 0 {
-			return nil, badBody("%s[%d]: missing field `payload`", path, i)
+			return nil, badBody("%s.payload is missing (null is a valid payload)", at)
 		}
 		// Store payloads compact; most clients already send them so, and
 		// then this costs one scan and no copy.
@@ -146,12 +145,13 @@ type ackJSON struct {
 	TransactionID *string `json:"transactionId"`
 }
 
-func (a *ackJSON) ack(where string) (store.Ack, error) {
-	if a.TransactionID == nil || *a.TransactionID == "" {
-		return store.Ack{}, badBody("%stransactionId is required", where)
+// ack checks the acknowledgement at path ("" for a single ack's body).
+func (a *ackJSON) ack(path string) (store.Ack, error) {
+	if err := required(a.TransactionID, path, "transactionId", ""); err != nil {
+		return store.Ack{}, err
 	}
-	if a.PartitionID == nil || *a.PartitionID == "" {
-		return store.Ack{}, badBody("%spartitionId is required to ensure message uniqueness", where)
+	if err := required(a.PartitionID, path, "partitionId", "a transactionId is only unique within its partition"); err != nil {
+		return store.Ack{}, err
 	}
 	return store.Ack{
 		TransactionID: *a.TransactionID,
@@ -185,11 +185,11 @@ func DecodeAckBatch(body []byte) ([]store.Ack, error) {
 		return nil, err
 	}
 	if b.Acknowledgments == nil {
-		return nil, badBody("acknowledgments array is required")
+		return nil, missing("acknowledgments")
 	}
 	acks := make([]store.Ack, len(*b.Acknowledgments))
 	for i := range *b.Acknowledgments {
-		a, err := (*b.Acknowledgments)[i].ack(fmt.Sprintf("acknowledgments[%d]: ", i))
+		a, err := (*b.Acknowledgments)[i].ack("acknowledgments[" + strconv.Itoa(i) + "]")
 		if err != nil {
 			return nil, err
 		}
@@ -225,42 +225,45 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 		return nil, err
 	}
 	if b.Operations == nil {
-		return nil, badBody("operations array is required")
+		return nil, missing("operations")
 	}
 	if len(*b.Operations) == 0 {
 		return nil, badRequest("operations array cannot be empty")
 	}
 	tx := &Transaction{RequiredLeases: b.RequiredLeases}
 	for i, op := range *b.Operations {
-		typ := deref(op.Type)
-		switch typ {
+		at := "operations[" + strconv.Itoa(i) + "]"
+		if op.Type == nil {
+			return nil, missing(at + ".type")
+		}
+		switch typ := *op.Type; typ {
 		case "push":
 			if op.Items == nil {
-				return nil, badBody("operations[%d]: push requires an items array", i)
+				return nil, badBody("%s.items is missing (a push operation carries an items array)", at)
 			}
-			items, err := pushItems(*op.Items, fmt.Sprintf("operations[%d].items", i))
+			items, err := pushItems(*op.Items, at+".items")
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Items: items})
 		case "ack":
-			a, err := op.ack(fmt.Sprintf("operations[%d]: ", i))
+			a, err := op.ack(at)
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
 		default:
-			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at operations[%d]", typ, i))
+			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push or ack", typ, at))
 		}
 	}
 	return tx, nil
 }
 
 type configureBody struct {
-	Namespace *string          `json:"namespace"`
-	Options   *json.RawMessage `json:"options"`
-	Queue     *string          `json:"queue"`
-	Task      *string          `json:"task"`
+	Namespace *string             `json:"namespace"`
+	Options   *store.QueueOptions `json:"options"`
+	Queue     *string             `json:"queue"`
+	Task      *string             `json:"task"`
 }
 
 // Configure is a decoded configure request. Options start from the
@@ -274,21 +277,17 @@ type Configure struct {
 
 // DecodeConfigure parses a configure body.
 func DecodeConfigure(body []byte) (*Configure, error) {
-	var b configureBody
+	// Options are decoded over the defaults, so an option left out is reset
+	// to its default; "options": null leaves them all at the defaults.
+	opts := store.DefaultQueueOptions()
+	b := configureBody{Options: &opts}
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
-	if b.Queue == nil || *b.Queue == "" {
-		return nil, badRequest("queue is required")
+	if err := required(b.Queue, "", "queue", ""); err != nil {
+		return nil, err
 	}
-	c := &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task),
-		Options: store.DefaultQueueOptions()}
-	if b.Options != nil && string(*b.Options) != "null" {
-		if err := unmarshal(*b.Options, &c.Options); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task), Options: opts}, nil
 }
 
 // DecodeExtend parses a lease-extend body; an empty body means defaults.
@@ -330,7 +329,7 @@ func (q *query) int(name string, def int) int {
 	}
 	n, err := strconv.Atoi(s[0])
 	if err != nil {
-		q.err = badQuery("%s: invalid digit in %q, expected an integer", name, s[0])
+		q.err = badQuery("%s: expected a base-10 integer, got %q", name, s[0])
 		return def
 	}
 	return n
@@ -347,7 +346,7 @@ func (q *query) bool(name string) bool {
 	case "false":
 		return false
 	}
-	q.err = badQuery("%s: expected `true` or `false`, got %q", name, s[0])
+	q.err = badQuery("%s: expected true or false, got %q", name, s[0])
 	return false
 }
 
@@ -389,6 +388,28 @@ func decodePop(r *http.Request) (broker.PopRequest, error) {
 		req.SubscriptionMode, req.SubscriptionFrom = broker.SubscribeTimestamp, t
 	}
 	return req, nil
+}
+
+// missing is the error of a required field that is absent (or null).
+func missing(path string) error {
+	return badBody("%s is missing", path)
+}
+
+// required checks the string field key of the object at path: it must be
+// present and not empty. why, when given, says why it is required.
+func required(s *string, path, key, why string) error {
+	state := "missing"
+	switch {
+	case s == nil:
+	case *s == "":
+		state = "empty"
+	default:
+		return nil
+	}
+	if why != "" {
+		return badBody("%s is %s (%s)", join(path, key), state, why)
+	}
+	return badBody("%s is %s", join(path, key), state)
 }
 
 func deref(s *string) string {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -72,12 +73,26 @@ var (
 		`{"requiredLeases":[null]}`,
 		`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","items":[{"queue":"q","payload":1}]}]}`,
 	}
+	seedConfigure = []string{
+		`{"queue":"orders","namespace":"billing","task":"process-invoice","options":{"leaseTime":300,"retryLimit":3,"priority":5,"encryptionEnabled":false}}`,
+		`{"queue":"q"}`,
+		`{"queue":"q","options":null}`,
+		`{"queue":"q","options":{"leaseTime":"abc"}}`,
+		`{"queue":"q","options":{"retryLimit":1.5}}`,
+		`{"queue":"q","options":"fast"}`,
+		`{"queue":""}`,
+		`{"options":{}}`,
+	}
+	seedExtend = []string{``, `{}`, `{"seconds":60}`, `{"seconds":"60"}`, `{"seconds":-1}`, `[]`, `null`}
 )
 
 // preflight are the documented 400 texts that do not start with "bad body: ".
 func preflight(msg string) bool {
 	return msg == "operations array cannot be empty" || strings.HasPrefix(msg, "unsupported operation type ")
 }
+
+// quoted matches a Go-quoted string.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // checkErr checks that a decoder's error is a 400 with a documented text.
 func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
@@ -87,6 +102,13 @@ func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
 		t.Fatalf("body %q: error %v (%T) is not a bad request", body, err, err)
 	}
 	msg := err.Error()
+	// Quoted parts echo the client's own text; the rest is ours and must
+	// speak JSON, not Go.
+	for _, typ := range []string{"httpapi.", "store.", "broker.", "*string", "*int", "[]", "struct", "json.", "map["} {
+		if strings.Contains(quoted.ReplaceAllString(msg, `""`), typ) {
+			t.Fatalf("body %q: error text %q names a Go type (%q)", body, msg, typ)
+		}
+	}
 	if strings.HasPrefix(msg, "bad body: ") && len(msg) > len("bad body: ") {
 		return
 	}
@@ -199,6 +221,33 @@ func FuzzDecodeTransaction(f *testing.F) {
 	})
 }
 
+func FuzzDecodeConfigure(f *testing.F) {
+	for _, s := range seedConfigure {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := DecodeConfigure(body)
+		if err != nil {
+			checkErr(t, body, err, false)
+			return
+		}
+		if c.Queue == "" {
+			t.Fatalf("body %q: configure decoded with an empty queue", body)
+		}
+	})
+}
+
+func FuzzDecodeExtend(f *testing.F) {
+	for _, s := range seedExtend {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := DecodeExtend(body); err != nil {
+			checkErr(t, body, err, false)
+		}
+	})
+}
+
 // TestDecodeSeeds pins the verdict on a few seed requests, so that a decoder
 // that rejects everything cannot pass the fuzz properties.
 func TestDecodeSeeds(t *testing.T) {
@@ -229,7 +278,7 @@ func TestDecodeSeeds(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"operations":[]}`:               "operations array cannot be empty",
-		`{"operations":[{"type":"pop"}]}`: `unsupported operation type "pop" at operations[0]`,
+		`{"operations":[{"type":"pop"}]}`: `unsupported operation type "pop" at operations[0]: expected push or ack`,
 		``:                                "bad body: expected value at line 1 column 1",
 	} {
 		if _, err := DecodeTransaction([]byte(body)); err == nil || err.Error() != want {
