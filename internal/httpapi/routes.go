@@ -122,6 +122,7 @@ func (a *api) routes() []route {
 		r(AccessPublic, "GET", "/health", "health", a.health),
 		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON),
 		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus),
+		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi),
 
 		r(AccessWriteOnly, "POST", "/api/v1/push", "push", a.push),
 		r(AccessReadWrite, "GET", "/api/v1/pop", "pop", a.pop),
