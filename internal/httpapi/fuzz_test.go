@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -118,6 +119,19 @@ func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
 	t.Fatalf("body %q: error text %q is neither \"bad body: …\" nor a documented pre-flight message", body, msg)
 }
 
+// checkWalk checks that whenever encoding/json reports a type error for
+// body decoded into v, typeMismatch finds the misfit too, so a client never
+// gets the fallback text.
+func checkWalk(t *testing.T, body []byte, v any) {
+	t.Helper()
+	var typ *json.UnmarshalTypeError
+	if err := json.Unmarshal(body, v); errors.As(err, &typ) {
+		if _, _, ok := typeMismatch(body, reflect.TypeOf(v)); !ok {
+			t.Fatalf("body %q: encoding/json reports %v, the walk finds no misfit", body, err)
+		}
+	}
+}
+
 func checkItems(t *testing.T, body []byte, items []store.PushItem) {
 	t.Helper()
 	for i, it := range items {
@@ -148,6 +162,7 @@ func FuzzDecodePush(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &pushBody{})
 		items, err := DecodePush(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -165,6 +180,7 @@ func FuzzDecodeAck(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &ackJSON{})
 		a, err := DecodeAck(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -179,6 +195,7 @@ func FuzzDecodeAckBatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &ackBatchBody{})
 		acks, err := DecodeAckBatch(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -198,6 +215,7 @@ func FuzzDecodeTransaction(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &txBody{})
 		tx, err := DecodeTransaction(body)
 		if err != nil {
 			checkErr(t, body, err, true)
@@ -226,6 +244,8 @@ func FuzzDecodeConfigure(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		opts := store.DefaultQueueOptions()
+		checkWalk(t, body, &configureBody{Options: &opts})
 		c, err := DecodeConfigure(body)
 		if err != nil {
 			checkErr(t, body, err, false)
