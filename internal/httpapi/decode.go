@@ -106,12 +106,11 @@ func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
 	items := make([]store.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
-		at := path + "[" + strconv.Itoa(i) + "]"
-		if err := required(it.Queue, at, "queue", ""); err != nil {
-			return nil, err
+		if state := presence(it.Queue); state != "" {
+			return nil, fieldError(elem(path, i), "queue", state, "")
 		}
 		if len(it.Payload) == 0 {
-			return nil, badBody("%s.payload is missing (null is a valid payload)", at)
+			return nil, fieldError(elem(path, i), "payload", "missing", "null is a valid payload")
 		}
 		// Store payloads compact; most clients already send them so, and
 		// then this costs one scan and no copy.
@@ -145,13 +144,14 @@ type ackJSON struct {
 	TransactionID *string `json:"transactionId"`
 }
 
-// ack checks the acknowledgement at path ("" for a single ack's body).
-func (a *ackJSON) ack(path string) (store.Ack, error) {
-	if err := required(a.TransactionID, path, "transactionId", ""); err != nil {
-		return store.Ack{}, err
+// ack checks the acknowledgement at element i of the array at list, or the
+// body itself when list is "".
+func (a *ackJSON) ack(list string, i int) (store.Ack, error) {
+	if state := presence(a.TransactionID); state != "" {
+		return store.Ack{}, fieldError(elem(list, i), "transactionId", state, "")
 	}
-	if err := required(a.PartitionID, path, "partitionId", "a transactionId is only unique within its partition"); err != nil {
-		return store.Ack{}, err
+	if state := presence(a.PartitionID); state != "" {
+		return store.Ack{}, fieldError(elem(list, i), "partitionId", state, "a transactionId is only unique within its partition")
 	}
 	return store.Ack{
 		TransactionID: *a.TransactionID,
@@ -169,7 +169,7 @@ func DecodeAck(body []byte) (store.Ack, error) {
 	if err := unmarshal(body, &a); err != nil {
 		return store.Ack{}, err
 	}
-	return a.ack("")
+	return a.ack("", 0)
 }
 
 type ackBatchBody struct {
@@ -189,7 +189,7 @@ func DecodeAckBatch(body []byte) ([]store.Ack, error) {
 	}
 	acks := make([]store.Ack, len(*b.Acknowledgments))
 	for i := range *b.Acknowledgments {
-		a, err := (*b.Acknowledgments)[i].ack("acknowledgments[" + strconv.Itoa(i) + "]")
+		a, err := (*b.Acknowledgments)[i].ack("acknowledgments", i)
 		if err != nil {
 			return nil, err
 		}
@@ -232,28 +232,27 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 	}
 	tx := &Transaction{RequiredLeases: b.RequiredLeases}
 	for i, op := range *b.Operations {
-		at := "operations[" + strconv.Itoa(i) + "]"
 		if op.Type == nil {
-			return nil, missing(at + ".type")
+			return nil, fieldError(elem("operations", i), "type", "missing", "")
 		}
 		switch typ := *op.Type; typ {
 		case "push":
 			if op.Items == nil {
-				return nil, badBody("%s.items is missing (a push operation carries an items array)", at)
+				return nil, fieldError(elem("operations", i), "items", "missing", "a push operation carries an items array")
 			}
-			items, err := pushItems(*op.Items, at+".items")
+			items, err := pushItems(*op.Items, elem("operations", i)+".items")
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Items: items})
 		case "ack":
-			a, err := op.ack(at)
+			a, err := op.ack("operations", i)
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
 		default:
-			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push or ack", typ, at))
+			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push or ack", typ, elem("operations", i)))
 		}
 	}
 	return tx, nil
@@ -284,8 +283,8 @@ func DecodeConfigure(body []byte) (*Configure, error) {
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
-	if err := required(b.Queue, "", "queue", ""); err != nil {
-		return nil, err
+	if state := presence(b.Queue); state != "" {
+		return nil, fieldError("", "queue", state, "")
 	}
 	return &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task), Options: opts}, nil
 }
@@ -395,21 +394,34 @@ func missing(path string) error {
 	return badBody("%s is missing", path)
 }
 
-// required checks the string field key of the object at path: it must be
-// present and not empty. why, when given, says why it is required.
-func required(s *string, path, key, why string) error {
-	state := "missing"
+// presence is "" for a required string that holds one, else "missing"
+// (absent or null) or "empty".
+func presence(s *string) string {
 	switch {
 	case s == nil:
+		return "missing"
 	case *s == "":
-		state = "empty"
-	default:
-		return nil
+		return "empty"
 	}
+	return ""
+}
+
+// fieldError is the error of the required field key of the object at path,
+// which is missing or empty; why, when given, says why it is required.
+func fieldError(path, key, state, why string) error {
 	if why != "" {
 		return badBody("%s is %s (%s)", join(path, key), state, why)
 	}
 	return badBody("%s is %s", join(path, key), state)
+}
+
+// elem names element i of the array at path; "" (the body itself) when
+// path is "". Paths are built only for errors, never per item.
+func elem(path string, i int) string {
+	if path == "" {
+		return ""
+	}
+	return path + "[" + strconv.Itoa(i) + "]"
 }
 
 func deref(s *string) string {
