@@ -39,10 +39,9 @@ type walker struct {
 	what string
 }
 
-var (
-	rawMessageType  = reflect.TypeFor[json.RawMessage]()
-	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-)
+// unmarshalerType is implemented by types that decode themselves, such as
+// json.RawMessage payloads: any JSON value fits them.
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 func (w *walker) token() json.Token {
 	tok, err := w.dec.Token()
@@ -61,7 +60,7 @@ func (w *walker) value(t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == rawMessageType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
+	if t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
 		w.skip(w.token())
 		return
 	}
