@@ -241,7 +241,22 @@ func wantError(t testing.TB, r *response, status int, prefix string) string {
 	if !strings.HasPrefix(msg, prefix) {
 		t.Fatalf("%s: error %q, want prefix %q", r.what, msg, prefix)
 	}
+	wantHumanError(t, r.what, msg)
 	return msg
+}
+
+// goNames are Go's spellings of types; an error text speaks JSON to its
+// client, so it names none of them.
+var goNames = []string{"httpapi.", "store.", "broker.", "*string", "*int", "[]", "struct {", "json.", "map["}
+
+// wantHumanError fails if an error text names a Go type.
+func wantHumanError(t testing.TB, what, msg string) {
+	t.Helper()
+	for _, name := range goNames {
+		if strings.Contains(msg, name) {
+			t.Fatalf("%s: error %q names a Go type (%q)", what, msg, name)
+		}
+	}
 }
 
 // wantPlainError is wantError that also requires the body to be exactly

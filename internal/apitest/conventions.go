@@ -138,10 +138,11 @@ func (s *suite) testConventions(t *testing.T) {
 		for _, body := range []any{big, chunkedBody{data: big}} {
 			r = c.do(t, "POST", "/api/v1/push", body)
 			wantStatus(t, r, http.StatusRequestEntityTooLarge)
-			// decisions.md: 413 answers {"error":"request body too large"}.
+			// The text names the limit and the setting that raises it.
+			want := map[string]any{"error": "request body too large: the limit is 1024 bytes (QUEEN_MAX_BODY_BYTES)"}
 			var m map[string]any
-			if err := json.Unmarshal(r.Body, &m); err != nil || !reflect.DeepEqual(m, map[string]any{"error": "request body too large"}) {
-				t.Fatalf("%s: body %q, want {\"error\":\"request body too large\"}", r.what, r.Body)
+			if err := json.Unmarshal(r.Body, &m); err != nil || !reflect.DeepEqual(m, want) {
+				t.Fatalf("%s: body %q, want %v", r.what, r.Body, want)
 			}
 		}
 		r = c.do(t, "POST", "/api/v1/ack/batch", `{"acknowledgments":[],"pad":"`+strings.Repeat("p", 2000)+`"}`)
@@ -259,6 +260,56 @@ func (s *suite) testConventions(t *testing.T) {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("second request on the connection: status %d, want 200", resp.StatusCode)
+		}
+	})
+
+	t.Run("every response carries X-Request-Id, the client's when it sent a usable one", func(t *testing.T) {
+		t.Parallel()
+		c := s.server(t)
+		q := uniq("reqid")
+		seen := map[string]bool{}
+		for _, rt := range []struct{ method, path, body string }{
+			{"POST", "/api/v1/push", `{"items":[{"queue":"` + q + `","payload":1}]}`},
+			{"GET", queuePath(q), ""},
+			{"GET", queuePath(q), ""}, // 204
+			{"POST", "/api/v1/push", `{`},
+			{"GET", "/api/v1/nope", ""},
+			{"GET", "/health", ""},
+		} {
+			var body any
+			if rt.body != "" {
+				body = rt.body
+			}
+			r := c.do(t, rt.method, rt.path, body)
+			id := r.Header.Get("X-Request-Id")
+			wantUUIDv7(t, r.what+" X-Request-Id", id)
+			if seen[id] {
+				t.Fatalf("%s: X-Request-Id %q was already used", r.what, id)
+			}
+			seen[id] = true
+		}
+
+		for sent, echoed := range map[string]bool{
+			"client-7f3a":             true,
+			strings.Repeat("a", 128):  true,
+			strings.Repeat("a", 129):  false,
+			"two words":               false,
+			"0197f2b2-aaaa-7bbb-8ccc": true,
+		} {
+			req, _ := http.NewRequest("GET", c.base+"/health", nil)
+			req.Header.Set("X-Request-Id", sent)
+			resp, err := c.hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got := resp.Header.Get("X-Request-Id")
+			if echoed && got != sent {
+				t.Fatalf("sent X-Request-Id %q, got %q back, want it echoed", sent, got)
+			}
+			if !echoed {
+				wantUUIDv7(t, "X-Request-Id minted in place of "+sent, got)
+			}
 		}
 	})
 

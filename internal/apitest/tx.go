@@ -39,6 +39,7 @@ func (c *client) transaction(t testing.TB, body any, status int) txResp {
 		if tx.Error == nil || *tx.Error == "" {
 			t.Fatalf("%s: failure without an error text; body %s", r.what, r.Body)
 		}
+		wantHumanError(t, r.what, *tx.Error)
 		if len(tx.Results) != 0 {
 			t.Fatalf("%s: failure with results %v, want []", r.what, tx.Results)
 		}

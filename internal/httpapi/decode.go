@@ -16,19 +16,12 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// badRequest is a client error found while decoding: 400 with its text.
-type badRequest struct {
-	msg string
-}
-
-func (e *badRequest) Error() string { return e.msg }
-
 func badBody(format string, args ...any) error {
-	return &badRequest{msg: "bad body: " + fmt.Sprintf(format, args...)}
+	return badRequest("bad body: " + fmt.Sprintf(format, args...))
 }
 
 func badQuery(format string, args ...any) error {
-	return &badRequest{msg: "bad query: " + fmt.Sprintf(format, args...)}
+	return badRequest("bad query: " + fmt.Sprintf(format, args...))
 }
 
 // readBody reads the whole (already size-capped) request body.
@@ -39,13 +32,15 @@ func readBody(r *http.Request) ([]byte, error) {
 		if errors.As(err, &tooBig) {
 			return nil, err
 		}
-		return nil, badBody("%v", err)
+		// The text of a failed read can name the connection's addresses.
+		return nil, badBody("the request body could not be read to its end")
 	}
 	return body, nil
 }
 
-// unmarshal parses body into v, turning parser errors into "bad body: …"
-// messages with a line and column, whatever the Content-Type said.
+// unmarshal parses body into v whatever the Content-Type said. A body that
+// does not parse is "bad body: …" with a line and column; a value of the
+// wrong type is "bad body: <path>: expected …, got …".
 func unmarshal(body []byte, v any) error {
 	err := json.Unmarshal(body, v)
 	if err == nil {
@@ -60,13 +55,9 @@ func unmarshal(body []byte, v any) error {
 		line, col := position(body, syn.Offset)
 		return badBody("%s at line %d column %d", strings.TrimPrefix(syn.Error(), "json: "), line, col)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "body"
-		}
-		return badBody("invalid type: %s, expected %s at %s", typ.Value, typ.Type, field)
+		return describeTypeError(body, v, typ)
 	default:
-		return badBody("%s", strings.TrimPrefix(err.Error(), "json: "))
+		return fmt.Errorf("decode body: %w", err) // a bug of ours, not the client's
 	}
 }
 
@@ -106,7 +97,7 @@ func DecodePush(body []byte) ([]store.PushItem, error) {
 		return nil, err
 	}
 	if b.Items == nil {
-		return nil, badBody("missing field `items`")
+		return nil, missing("items")
 	}
 	return pushItems(*b.Items, "items")
 }
@@ -115,11 +106,11 @@ func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
 	items := make([]store.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
-		if it.Queue == nil || *it.Queue == "" {
-			return nil, badBody("%s[%d]: missing field `queue`", path, i)
+		if state := presence(it.Queue); state != "" {
+			return nil, fieldError(elem(path, i), "queue", state, "")
 		}
 		if len(it.Payload) == 0 {
-			return nil, badBody("%s[%d]: missing field `payload`", path, i)
+			return nil, fieldError(elem(path, i), "payload", "missing", "null is a valid payload")
 		}
 		// Store payloads compact; most clients already send them so, and
 		// then this costs one scan and no copy.
@@ -153,12 +144,14 @@ type ackJSON struct {
 	TransactionID *string `json:"transactionId"`
 }
 
-func (a *ackJSON) ack(where string) (store.Ack, error) {
-	if a.TransactionID == nil || *a.TransactionID == "" {
-		return store.Ack{}, badBody("%stransactionId is required", where)
+// ack checks the acknowledgement at element i of the array at list, or the
+// body itself when list is "".
+func (a *ackJSON) ack(list string, i int) (store.Ack, error) {
+	if state := presence(a.TransactionID); state != "" {
+		return store.Ack{}, fieldError(elem(list, i), "transactionId", state, "")
 	}
-	if a.PartitionID == nil || *a.PartitionID == "" {
-		return store.Ack{}, badBody("%spartitionId is required to ensure message uniqueness", where)
+	if state := presence(a.PartitionID); state != "" {
+		return store.Ack{}, fieldError(elem(list, i), "partitionId", state, "a transactionId is only unique within its partition")
 	}
 	return store.Ack{
 		TransactionID: *a.TransactionID,
@@ -176,7 +169,7 @@ func DecodeAck(body []byte) (store.Ack, error) {
 	if err := unmarshal(body, &a); err != nil {
 		return store.Ack{}, err
 	}
-	return a.ack("")
+	return a.ack("", 0)
 }
 
 type ackBatchBody struct {
@@ -192,11 +185,11 @@ func DecodeAckBatch(body []byte) ([]store.Ack, error) {
 		return nil, err
 	}
 	if b.Acknowledgments == nil {
-		return nil, badBody("acknowledgments array is required")
+		return nil, missing("acknowledgments")
 	}
 	acks := make([]store.Ack, len(*b.Acknowledgments))
 	for i := range *b.Acknowledgments {
-		a, err := (*b.Acknowledgments)[i].ack(fmt.Sprintf("acknowledgments[%d]: ", i))
+		a, err := (*b.Acknowledgments)[i].ack("acknowledgments", i)
 		if err != nil {
 			return nil, err
 		}
@@ -232,42 +225,44 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 		return nil, err
 	}
 	if b.Operations == nil {
-		return nil, badBody("operations array is required")
+		return nil, missing("operations")
 	}
 	if len(*b.Operations) == 0 {
-		return nil, &badRequest{msg: "operations array cannot be empty"}
+		return nil, badRequest("operations array cannot be empty")
 	}
 	tx := &Transaction{RequiredLeases: b.RequiredLeases}
 	for i, op := range *b.Operations {
-		typ := deref(op.Type)
-		switch typ {
+		if op.Type == nil {
+			return nil, fieldError(elem("operations", i), "type", "missing", "")
+		}
+		switch typ := *op.Type; typ {
 		case "push":
 			if op.Items == nil {
-				return nil, badBody("operations[%d]: push requires an items array", i)
+				return nil, fieldError(elem("operations", i), "items", "missing", "a push operation carries an items array")
 			}
-			items, err := pushItems(*op.Items, fmt.Sprintf("operations[%d].items", i))
+			items, err := pushItems(*op.Items, elem("operations", i)+".items")
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Items: items})
 		case "ack":
-			a, err := op.ack(fmt.Sprintf("operations[%d]: ", i))
+			a, err := op.ack("operations", i)
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
 		default:
-			return nil, &badRequest{msg: fmt.Sprintf("unsupported operation type %q at operations[%d]", typ, i)}
+			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push or ack", typ, elem("operations", i)))
 		}
 	}
 	return tx, nil
 }
 
 type configureBody struct {
-	Namespace *string          `json:"namespace"`
-	Options   *json.RawMessage `json:"options"`
-	Queue     *string          `json:"queue"`
-	Task      *string          `json:"task"`
+	Namespace *string             `json:"namespace"`
+	Options   *store.QueueOptions `json:"options"`
+	Queue     *string             `json:"queue"`
+	Task      *string             `json:"task"`
 }
 
 // Configure is a decoded configure request. Options start from the
@@ -281,21 +276,17 @@ type Configure struct {
 
 // DecodeConfigure parses a configure body.
 func DecodeConfigure(body []byte) (*Configure, error) {
-	var b configureBody
+	// Options are decoded over the defaults, so an option left out is reset
+	// to its default; "options": null leaves them all at the defaults.
+	opts := store.DefaultQueueOptions()
+	b := configureBody{Options: &opts}
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
-	if b.Queue == nil || *b.Queue == "" {
-		return nil, &badRequest{msg: "queue is required"}
+	if state := presence(b.Queue); state != "" {
+		return nil, fieldError("", "queue", state, "")
 	}
-	c := &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task),
-		Options: store.DefaultQueueOptions()}
-	if b.Options != nil && string(*b.Options) != "null" {
-		if err := unmarshal(*b.Options, &c.Options); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task), Options: opts}, nil
 }
 
 // DecodeExtend parses a lease-extend body; an empty body means defaults.
@@ -337,7 +328,7 @@ func (q *query) int(name string, def int) int {
 	}
 	n, err := strconv.Atoi(s[0])
 	if err != nil {
-		q.err = badQuery("%s: invalid digit in %q, expected an integer", name, s[0])
+		q.err = badQuery("%s: expected a base-10 integer, got %q", name, s[0])
 		return def
 	}
 	return n
@@ -354,7 +345,7 @@ func (q *query) bool(name string) bool {
 	case "false":
 		return false
 	}
-	q.err = badQuery("%s: expected `true` or `false`, got %q", name, s[0])
+	q.err = badQuery("%s: expected true or false, got %q", name, s[0])
 	return false
 }
 
@@ -396,6 +387,41 @@ func decodePop(r *http.Request) (broker.PopRequest, error) {
 		req.SubscriptionMode, req.SubscriptionFrom = broker.SubscribeTimestamp, t
 	}
 	return req, nil
+}
+
+// missing is the error of a required field that is absent (or null).
+func missing(path string) error {
+	return badBody("%s is missing", path)
+}
+
+// presence is "" for a required string that holds one, else "missing"
+// (absent or null) or "empty".
+func presence(s *string) string {
+	switch {
+	case s == nil:
+		return "missing"
+	case *s == "":
+		return "empty"
+	}
+	return ""
+}
+
+// fieldError is the error of the required field key of the object at path,
+// which is missing or empty; why, when given, says why it is required.
+func fieldError(path, key, state, why string) error {
+	if why != "" {
+		return badBody("%s is %s (%s)", join(path, key), state, why)
+	}
+	return badBody("%s is %s", join(path, key), state)
+}
+
+// elem names element i of the array at path; "" (the body itself) when
+// path is "". Paths are built only for errors, never per item.
+func elem(path string, i int) string {
+	if path == "" {
+		return ""
+	}
+	return path + "[" + strconv.Itoa(i) + "]"
 }
 
 func deref(s *string) string {

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -72,6 +74,17 @@ var (
 		`{"requiredLeases":[null]}`,
 		`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","items":[{"queue":"q","payload":1}]}]}`,
 	}
+	seedConfigure = []string{
+		`{"queue":"orders","namespace":"billing","task":"process-invoice","options":{"leaseTime":300,"retryLimit":3,"priority":5,"encryptionEnabled":false}}`,
+		`{"queue":"q"}`,
+		`{"queue":"q","options":null}`,
+		`{"queue":"q","options":{"leaseTime":"abc"}}`,
+		`{"queue":"q","options":{"retryLimit":1.5}}`,
+		`{"queue":"q","options":"fast"}`,
+		`{"queue":""}`,
+		`{"options":{}}`,
+	}
+	seedExtend = []string{``, `{}`, `{"seconds":60}`, `{"seconds":"60"}`, `{"seconds":-1}`, `[]`, `null`}
 )
 
 // preflight are the documented 400 texts that do not start with "bad body: ".
@@ -79,14 +92,24 @@ func preflight(msg string) bool {
 	return msg == "operations array cannot be empty" || strings.HasPrefix(msg, "unsupported operation type ")
 }
 
+// quoted matches a Go-quoted string.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
 // checkErr checks that a decoder's error is a 400 with a documented text.
 func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
 	t.Helper()
-	var br *badRequest
+	var br *httpError
 	if !errors.As(err, &br) {
 		t.Fatalf("body %q: error %v (%T) is not a bad request", body, err, err)
 	}
 	msg := err.Error()
+	// Quoted parts echo the client's own text; the rest is ours and must
+	// speak JSON, not Go.
+	for _, typ := range []string{"httpapi.", "store.", "broker.", "*string", "*int", "[]", "struct", "json.", "map["} {
+		if strings.Contains(quoted.ReplaceAllString(msg, `""`), typ) {
+			t.Fatalf("body %q: error text %q names a Go type (%q)", body, msg, typ)
+		}
+	}
 	if strings.HasPrefix(msg, "bad body: ") && len(msg) > len("bad body: ") {
 		return
 	}
@@ -94,6 +117,19 @@ func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
 		return
 	}
 	t.Fatalf("body %q: error text %q is neither \"bad body: …\" nor a documented pre-flight message", body, msg)
+}
+
+// checkWalk checks that whenever encoding/json reports a type error for
+// body decoded into v, typeMismatch finds the misfit too, so a client never
+// gets the fallback text.
+func checkWalk(t *testing.T, body []byte, v any) {
+	t.Helper()
+	var typ *json.UnmarshalTypeError
+	if err := json.Unmarshal(body, v); errors.As(err, &typ) {
+		if _, _, ok := typeMismatch(body, reflect.TypeOf(v)); !ok {
+			t.Fatalf("body %q: encoding/json reports %v, the walk finds no misfit", body, err)
+		}
+	}
 }
 
 func checkItems(t *testing.T, body []byte, items []store.PushItem) {
@@ -126,6 +162,7 @@ func FuzzDecodePush(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &pushBody{})
 		items, err := DecodePush(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -143,6 +180,7 @@ func FuzzDecodeAck(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &ackJSON{})
 		a, err := DecodeAck(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -157,6 +195,7 @@ func FuzzDecodeAckBatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &ackBatchBody{})
 		acks, err := DecodeAckBatch(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -176,6 +215,7 @@ func FuzzDecodeTransaction(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkWalk(t, body, &txBody{})
 		tx, err := DecodeTransaction(body)
 		if err != nil {
 			checkErr(t, body, err, true)
@@ -195,6 +235,35 @@ func FuzzDecodeTransaction(f *testing.F) {
 			default:
 				t.Fatalf("body %q: operation %d is neither an ack nor a push", body, i)
 			}
+		}
+	})
+}
+
+func FuzzDecodeConfigure(f *testing.F) {
+	for _, s := range seedConfigure {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		opts := store.DefaultQueueOptions()
+		checkWalk(t, body, &configureBody{Options: &opts})
+		c, err := DecodeConfigure(body)
+		if err != nil {
+			checkErr(t, body, err, false)
+			return
+		}
+		if c.Queue == "" {
+			t.Fatalf("body %q: configure decoded with an empty queue", body)
+		}
+	})
+}
+
+func FuzzDecodeExtend(f *testing.F) {
+	for _, s := range seedExtend {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := DecodeExtend(body); err != nil {
+			checkErr(t, body, err, false)
 		}
 	})
 }
@@ -229,7 +298,7 @@ func TestDecodeSeeds(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"operations":[]}`:               "operations array cannot be empty",
-		`{"operations":[{"type":"pop"}]}`: `unsupported operation type "pop" at operations[0]`,
+		`{"operations":[{"type":"pop"}]}`: `unsupported operation type "pop" at operations[0]: expected push or ack`,
 		``:                                "bad body: expected value at line 1 column 1",
 	} {
 		if _, err := DecodeTransaction([]byte(body)); err == nil || err.Error() != want {

@@ -2,83 +2,104 @@ package httpapi
 
 import "net/http"
 
-// Maintenance routes. Queen answers them with these exact keys.
+// The maintenance routes. Queen answers them with these exact keys.
 
 type maintenanceBody struct {
 	Enabled *bool `json:"enabled"`
 }
 
-func (a *api) decodeEnabled(w http.ResponseWriter, r *http.Request) (bool, bool) {
+// decodeEnabled reads the {"enabled": bool} body of both toggles.
+func decodeEnabled(r *http.Request) (bool, error) {
 	body, err := readBody(r)
 	if err != nil {
-		a.writeError(w, r, err)
-		return false, false
+		return false, err
 	}
 	var b maintenanceBody
 	if err := unmarshal(body, &b); err != nil {
-		a.writeError(w, r, err)
-		return false, false
+		return false, err
 	}
 	if b.Enabled == nil {
-		a.writeError(w, r, &badRequest{msg: "enabled (boolean) is required"})
-		return false, false
+		return false, badRequest("enabled (boolean) is required")
 	}
-	return *b.Enabled, true
+	return *b.Enabled, nil
 }
 
-func (a *api) getMaintenance(w http.ResponseWriter, r *http.Request) {
+type bufferStatsJSON struct {
+	PendingCount int64 `json:"pendingCount"`
+	FailedCount  int64 `json:"failedCount"`
+	DBHealthy    bool  `json:"dbHealthy"`
+}
+
+type maintenanceJSON struct {
+	MaintenanceMode    bool            `json:"maintenanceMode"`
+	PopMaintenanceMode bool            `json:"popMaintenanceMode"`
+	BufferedMessages   int64           `json:"bufferedMessages"`
+	BufferHealthy      bool            `json:"bufferHealthy"`
+	BufferStats        bufferStatsJSON `json:"bufferStats"`
+}
+
+func (a *api) getMaintenance(w http.ResponseWriter, r *http.Request) error {
 	st := a.broker.Maintenance()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"maintenanceMode":    st.Maintenance,
-		"popMaintenanceMode": st.PopMaintenance,
-		"bufferedMessages":   st.Buffered,
-		"bufferHealthy":      st.BufferHealthy,
-		"bufferStats": map[string]any{
-			"pendingCount": st.Buffered, "failedCount": 0, "dbHealthy": st.DBHealthy,
-		},
+	writeJSON(w, http.StatusOK, maintenanceJSON{
+		MaintenanceMode:    st.Maintenance,
+		PopMaintenanceMode: st.PopMaintenance,
+		BufferedMessages:   st.Buffered,
+		BufferHealthy:      st.BufferHealthy,
+		BufferStats:        bufferStatsJSON{PendingCount: st.Buffered, DBHealthy: st.DBHealthy},
 	})
+	return nil
 }
 
-func (a *api) setMaintenance(w http.ResponseWriter, r *http.Request) {
-	on, ok := a.decodeEnabled(w, r)
-	if !ok {
-		return
+type maintenanceSetJSON struct {
+	MaintenanceMode  bool   `json:"maintenanceMode"`
+	BufferedMessages int64  `json:"bufferedMessages"`
+	BufferHealthy    bool   `json:"bufferHealthy"`
+	Message          string `json:"message"`
+}
+
+func (a *api) setMaintenance(w http.ResponseWriter, r *http.Request) error {
+	on, err := decodeEnabled(r)
+	if err != nil {
+		return err
 	}
 	if err := a.broker.SetMaintenance(r.Context(), on); err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
 	st := a.broker.Maintenance()
 	msg := "Maintenance mode disabled: pushes go to the database; the buffer is being replayed"
 	if on {
 		msg = "Maintenance mode enabled: pushes are buffered to disk"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"maintenanceMode": st.Maintenance, "bufferedMessages": st.Buffered,
-		"bufferHealthy": st.BufferHealthy, "message": msg,
-	})
+	writeJSON(w, http.StatusOK, maintenanceSetJSON{MaintenanceMode: st.Maintenance,
+		BufferedMessages: st.Buffered, BufferHealthy: st.BufferHealthy, Message: msg})
+	return nil
 }
 
-func (a *api) getPopMaintenance(w http.ResponseWriter, r *http.Request) {
-	on := a.broker.Maintenance().PopMaintenance
-	writeJSON(w, http.StatusOK, map[string]any{"popMaintenanceMode": on, "message": popMaintenanceMessage(on)})
+type popMaintenanceJSON struct {
+	PopMaintenanceMode bool   `json:"popMaintenanceMode"`
+	Message            string `json:"message"`
 }
 
-func (a *api) setPopMaintenance(w http.ResponseWriter, r *http.Request) {
-	on, ok := a.decodeEnabled(w, r)
-	if !ok {
-		return
+func (a *api) getPopMaintenance(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, popMaintenance(a.broker.Maintenance().PopMaintenance))
+	return nil
+}
+
+func (a *api) setPopMaintenance(w http.ResponseWriter, r *http.Request) error {
+	on, err := decodeEnabled(r)
+	if err != nil {
+		return err
 	}
 	if err := a.broker.SetPopMaintenance(r.Context(), on); err != nil {
-		a.writeError(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"popMaintenanceMode": on, "message": popMaintenanceMessage(on)})
+	writeJSON(w, http.StatusOK, popMaintenance(on))
+	return nil
 }
 
-func popMaintenanceMessage(on bool) string {
+func popMaintenance(on bool) popMaintenanceJSON {
 	if on {
-		return "Pop maintenance mode enabled: every pop answers 204"
+		return popMaintenanceJSON{true, "Pop maintenance mode enabled: every pop answers 204"}
 	}
-	return "Pop maintenance mode disabled: pops deliver messages"
+	return popMaintenanceJSON{false, "Pop maintenance mode disabled: pops deliver messages"}
 }

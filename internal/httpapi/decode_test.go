@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestDecodeErrors pins the 400 texts: JSON terms, the path of the field,
+// missing and empty told apart.
+func TestDecodeErrors(t *testing.T) {
+	push := func(b []byte) error { _, err := DecodePush(b); return err }
+	ack := func(b []byte) error { _, err := DecodeAck(b); return err }
+	batch := func(b []byte) error { _, err := DecodeAckBatch(b); return err }
+	tx := func(b []byte) error { _, err := DecodeTransaction(b); return err }
+	configure := func(b []byte) error { _, err := DecodeConfigure(b); return err }
+	extend := func(b []byte) error { _, err := DecodeExtend(b); return err }
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) error
+		body   string
+		want   string
+	}{
+		{"push: empty body", push, ``, "bad body: expected value at line 1 column 1"},
+		{"push: syntax", push, "{\n  \"items\": [}", "bad body: invalid character '}' looking for beginning of value at line 2 column 13"},
+		{"push: items a string", push, `{"items":"x"}`, "bad body: items: expected an array, got a string"},
+		{"push: items an object", push, `{"items":{}}`, "bad body: items: expected an array, got an object"},
+		{"push: body an array", push, `[]`, "bad body: expected an object, got an array"},
+		{"push: items missing", push, `{}`, "bad body: items is missing"},
+		{"push: items null", push, `{"items":null}`, "bad body: items is missing"},
+		{"push: item a number", push, `{"items":[{"queue":"q","payload":1},3]}`, "bad body: items[1]: expected an object, got a number"},
+		{"push: queue a number", push, `{"items":[{"queue":"q","payload":1},{"queue":5,"payload":1}]}`, "bad body: items[1].queue: expected a string, got a number"},
+		{"push: queue an array", push, `{"items":[{"queue":["q"],"payload":1}]}`, "bad body: items[0].queue: expected a string, got an array"},
+		{"push: queue, key in other case", push, `{"items":[{"QUEUE":true,"payload":1}]}`, "bad body: items[0].QUEUE: expected a string, got a boolean"},
+		{"push: queue empty", push, `{"items":[{"queue":"","payload":1}]}`, "bad body: items[0].queue is empty"},
+		{"push: queue missing", push, `{"items":[{"payload":1}]}`, "bad body: items[0].queue is missing"},
+		{"push: payload missing", push, `{"items":[{"queue":"q"}]}`, "bad body: items[0].payload is missing (null is a valid payload)"},
+		{"push: partition a number", push, `{"items":[{"queue":"q","payload":{"a":[1]},"partition":7}]}`, "bad body: items[0].partition: expected a string, got a number"},
+		{"ack: transactionId a number", ack, `{"transactionId":5,"partitionId":"p"}`, "bad body: transactionId: expected a string, got a number"},
+		{"ack: transactionId missing", ack, `{"partitionId":"p"}`, "bad body: transactionId is missing"},
+		{"ack: transactionId empty", ack, `{"transactionId":"","partitionId":"p"}`, "bad body: transactionId is empty"},
+		{"ack: partitionId missing", ack, `{"transactionId":"t"}`, "bad body: partitionId is missing (a transactionId is only unique within its partition)"},
+		{"ack: body an array", ack, `[{"transactionId":"t"}]`, "bad body: expected an object, got an array"},
+		{"ack batch: not an array", batch, `{"acknowledgments":"x"}`, "bad body: acknowledgments: expected an array, got a string"},
+		{"ack batch: missing", batch, `{"consumerGroup":"g"}`, "bad body: acknowledgments is missing"},
+		{"ack batch: second item", batch, `{"acknowledgments":[{"transactionId":"t","partitionId":"p"},{"transactionId":"t"}]}`,
+			"bad body: acknowledgments[1].partitionId is missing (a transactionId is only unique within its partition)"},
+		{"ack batch: null item", batch, `{"acknowledgments":[null]}`, "bad body: acknowledgments[0].transactionId is missing"},
+		{"ack batch: group a number", batch, `{"acknowledgments":[],"consumerGroup":1}`, "bad body: consumerGroup: expected a string, got a number"},
+		{"transaction: operations missing", tx, `{}`, "bad body: operations is missing"},
+		{"transaction: operations empty", tx, `{"operations":[]}`, "operations array cannot be empty"},
+		{"transaction: type missing", tx, `{"operations":[{}]}`, "bad body: operations[0].type is missing"},
+		{"transaction: type a number", tx, `{"operations":[{"type":1}]}`, "bad body: operations[0].type: expected a string, got a number"},
+		{"transaction: unknown type", tx, `{"operations":[{"type":"pop"}]}`, `unsupported operation type "pop" at operations[0]: expected push or ack`},
+		{"transaction: push without items", tx, `{"operations":[{"type":"push"}]}`, "bad body: operations[0].items is missing (a push operation carries an items array)"},
+		{"transaction: push item", tx, `{"operations":[{"type":"push","items":[{"queue":"","payload":1}]}]}`, "bad body: operations[0].items[0].queue is empty"},
+		{"transaction: ack", tx, `{"operations":[{"type":"push","items":[]},{"type":"ack","transactionId":"t"}]}`,
+			"bad body: operations[1].partitionId is missing (a transactionId is only unique within its partition)"},
+		{"transaction: requiredLeases", tx, `{"operations":[{"type":"push","items":[]}],"requiredLeases":"l"}`, "bad body: requiredLeases: expected an array, got a string"},
+		{"transaction: requiredLeases item", tx, `{"operations":[{"type":"push","items":[]}],"requiredLeases":["l",{}]}`, "bad body: requiredLeases[1]: expected a string, got an object"},
+		{"configure: queue missing", configure, `{"options":{"leaseTime":10}}`, "bad body: queue is missing"},
+		{"configure: queue empty", configure, `{"queue":""}`, "bad body: queue is empty"},
+		{"configure: queue a number", configure, `{"queue":5}`, "bad body: queue: expected a string, got a number"},
+		{"configure: option a string", configure, `{"queue":"q","options":{"leaseTime":"abc"}}`, "bad body: options.leaseTime: expected an integer, got a string"},
+		{"configure: option a fraction", configure, `{"queue":"q","options":{"retryLimit":1.5}}`, "bad body: options.retryLimit: expected an integer, got 1.5"},
+		{"configure: option too large", configure, `{"queue":"q","options":{"ttl":1e40}}`, "bad body: options.ttl: expected an integer, got 1e40"},
+		{"configure: flag a string", configure, `{"queue":"q","options":{"encryptionEnabled":"yes"}}`, "bad body: options.encryptionEnabled: expected true or false, got a string"},
+		{"configure: options a string", configure, `{"queue":"q","options":"fast"}`, "bad body: options: expected an object, got a string"},
+		{"extend: seconds a string", extend, `{"seconds":"60"}`, "bad body: seconds: expected an integer, got a string"},
+	} {
+		err := tc.decode([]byte(tc.body))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %s\n got %v\nwant %s", tc.name, tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestDecodeConfigureResetsOmittedOptions(t *testing.T) {
+	for _, body := range []string{`{"queue":"q"}`, `{"queue":"q","options":null}`, `{"queue":"q","options":{}}`} {
+		c, err := DecodeConfigure([]byte(body))
+		if err != nil || c.Options.LeaseTime != 300 || c.Options.RetryLimit != 3 || c.Options.TTL != 3600 {
+			t.Errorf("%s: %+v, %v; want the default options", body, c, err)
+		}
+	}
+	c, err := DecodeConfigure([]byte(`{"queue":"q","options":{"leaseTime":10}}`))
+	if err != nil || c.Options.LeaseTime != 10 || c.Options.RetryLimit != 3 {
+		t.Errorf("one option: %+v, %v; want leaseTime 10 and the other defaults", c, err)
+	}
+}
+
+func TestDecodePopErrors(t *testing.T) {
+	for query, want := range map[string]string{
+		"batch=abc":                         "bad query: batch: expected a base-10 integer, got \"abc\"",
+		"batch=1.5":                         "bad query: batch: expected a base-10 integer, got \"1.5\"",
+		"wait=1":                            "bad query: wait: expected true or false, got \"1\"",
+		"autoAck=TRUE":                      "bad query: autoAck: expected true or false, got \"TRUE\"",
+		"timeout=%zz":                       "bad query: invalid URL escape \"%zz\"",
+		"subscriptionFrom=monday":           "bad query: subscriptionFrom: expected an RFC 3339 timestamp or now, got \"monday\"",
+		"partitions=9999999999999999999999": "bad query: partitions: expected a base-10 integer, got \"9999999999999999999999\"",
+	} {
+		_, err := decodePop(httptest.NewRequest("GET", "/api/v1/pop/queue/q?"+query, nil))
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %s", query, err, want)
+		}
+	}
+}
+
+// BenchmarkDecode measures the decoders of the hot routes: a push of 100
+// items and an ack batch of 100. Their allocations must not grow per item
+// beyond the items themselves.
+func BenchmarkDecode(b *testing.B) {
+	var push, acks strings.Builder
+	push.WriteString(`{"items":[`)
+	acks.WriteString(`{"consumerGroup":"g","acknowledgments":[`)
+	for i := range 100 {
+		if i > 0 {
+			push.WriteByte(',')
+			acks.WriteByte(',')
+		}
+		fmt.Fprintf(&push, `{"queue":"orders","partition":"p%d","transactionId":"t%d","payload":{"n":%d}}`, i%8, i, i)
+		fmt.Fprintf(&acks, `{"transactionId":"t%d","partitionId":"0197f2b0-0000-7000-8000-000000000000","leaseId":"0197f2b2-0000-7000-8000-000000000000","status":"completed"}`, i)
+	}
+	push.WriteString(`]}`)
+	acks.WriteString(`]}`)
+	b.Run("push=100", func(b *testing.B) {
+		body := []byte(push.String())
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodePush(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ackBatch=100", func(b *testing.B) {
+		body := []byte(acks.String())
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeAckBatch(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

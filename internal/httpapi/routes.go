@@ -1,0 +1,169 @@
+package httpapi
+
+import "net/http"
+
+// Access is the level a route requires. The levels are a role set, not a
+// ladder: a write-only token may push but may not pop, ack or read, and a
+// read-only token may read but may not push or pop (popping takes a lease and
+// moves a cursor). Roles lists who satisfies each level.
+type Access uint8
+
+// The five access levels.
+const (
+	// AccessPublic routes are served to anyone; a token is never examined.
+	AccessPublic Access = iota + 1
+	// AccessRead routes read state without changing it.
+	AccessRead
+	// AccessWriteOnly routes only produce messages.
+	AccessWriteOnly
+	// AccessReadWrite routes consume: pop, ack, extend leases, run
+	// transactions, configure queues.
+	AccessReadWrite
+	// AccessAdmin routes operate the broker: maintenance modes, deletion.
+	AccessAdmin
+)
+
+// Role is a role a token carries (the JWT role names, before any renaming
+// by configuration).
+type Role string
+
+// The four roles.
+const (
+	RoleAdmin     Role = "admin"
+	RoleReadOnly  Role = "read-only"
+	RoleReadWrite Role = "read-write"
+	RoleWriteOnly Role = "write-only"
+)
+
+// String returns the level's name: public, read, write-only, read-write or
+// admin.
+func (a Access) String() string {
+	switch a {
+	case AccessPublic:
+		return "public"
+	case AccessRead:
+		return "read"
+	case AccessWriteOnly:
+		return "write-only"
+	case AccessReadWrite:
+		return "read-write"
+	case AccessAdmin:
+		return "admin"
+	}
+	return "invalid"
+}
+
+// Roles returns the roles that satisfy the level; nil for AccessPublic,
+// which needs none.
+func (a Access) Roles() []Role {
+	switch a {
+	case AccessRead:
+		return []Role{RoleReadOnly, RoleReadWrite, RoleAdmin}
+	case AccessWriteOnly:
+		return []Role{RoleWriteOnly, RoleReadWrite, RoleAdmin}
+	case AccessReadWrite:
+		return []Role{RoleReadWrite, RoleAdmin}
+	case AccessAdmin:
+		return []Role{RoleAdmin}
+	}
+	return nil
+}
+
+// Admits reports whether a token carrying roles may call a route of this
+// level.
+func (a Access) Admits(roles ...Role) bool {
+	if a == AccessPublic {
+		return true
+	}
+	for _, want := range a.Roles() {
+		for _, have := range roles {
+			if have == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// RouteInfo describes one route of the API.
+type RouteInfo struct {
+	// Access is the level a caller needs.
+	Access Access
+	// Method is the HTTP method (GET routes also answer HEAD).
+	Method string
+	// Name is the route's stable name: the route label of its metrics and
+	// access-log lines, and its operationId in the OpenAPI document.
+	Name string
+	// Pattern is the path as a net/http ServeMux pattern, e.g.
+	// /api/v1/lease/{leaseId}/extend.
+	Pattern string
+}
+
+// handlerFunc handles one request. It either writes the whole answer and
+// returns nil, or writes nothing and returns the error the adapter answers.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// route is one row of the route table.
+type route struct {
+	RouteInfo
+	handler handlerFunc
+}
+
+// noSuchRouteName names everything the table does not match, a known path
+// with the wrong method included, in metrics and access logs.
+const noSuchRouteName = "no_such_route"
+
+// routes is the route table: one row per method and pattern.
+func (a *api) routes() []route {
+	r := func(access Access, method, pattern, name string, h handlerFunc) route {
+		return route{RouteInfo{Access: access, Method: method, Name: name, Pattern: pattern}, h}
+	}
+	return []route{
+		r(AccessPublic, "GET", "/health", "health", a.health),
+		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON),
+		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus),
+		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi),
+
+		r(AccessWriteOnly, "POST", "/api/v1/push", "push", a.push),
+		r(AccessReadWrite, "GET", "/api/v1/pop", "pop", a.pop),
+		r(AccessReadWrite, "GET", "/api/v1/pop/queue/{queue}", "pop_queue", a.pop),
+		r(AccessReadWrite, "GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", a.pop),
+		r(AccessReadWrite, "POST", "/api/v1/ack", "ack", a.ack),
+		r(AccessReadWrite, "POST", "/api/v1/ack/batch", "ack_batch", a.ackBatch),
+		r(AccessReadWrite, "POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", a.extend),
+		r(AccessReadWrite, "POST", "/api/v1/transaction", "transaction", a.transaction),
+
+		r(AccessReadWrite, "POST", "/api/v1/configure", "configure", a.configure),
+		r(AccessAdmin, "DELETE", "/api/v1/resources/queues/{queue}", "queue_delete", a.deleteQueue),
+
+		r(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", a.getMaintenance),
+		r(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", a.setMaintenance),
+		r(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", a.getPopMaintenance),
+		r(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", a.setPopMaintenance),
+	}
+}
+
+// Routes describes every route the API serves, in table order. The auth
+// middleware and the OpenAPI test read it; it never changes at run time.
+func Routes() []RouteInfo {
+	table := (&api{}).routes()
+	out := make([]RouteInfo, len(table))
+	for i, rt := range table {
+		out[i] = rt.RouteInfo
+	}
+	return out
+}
+
+// router serves the route table. Everything the table does not match falls
+// to Queen's fallback, a known path with the wrong method included: the
+// ServeMux alone would answer that with 405, Queen answers this 404.
+func (a *api) router() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range a.routes() {
+		mux.Handle(rt.Method+" "+rt.Pattern, a.serve(rt))
+	}
+	mux.Handle("/", a.serve(route{RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName}, noSuchRoute}))
+	return mux
+}
+
+func noSuchRoute(w http.ResponseWriter, r *http.Request) error { return errNoSuchRoute }

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// requestIDHeader carries a request's id both ways. The key is in canonical
+// form, so the header map is used directly.
+const requestIDHeader = "X-Request-Id"
+
+// maxRequestIDLen bounds a client's request id; a longer one is replaced.
+const maxRequestIDLen = 128
+
+// exchange is the adapter's state of one request: the response writer that
+// records status and size, and the request id. One allocation per request
+// holds all of it; the request context carries a pointer to it.
+type exchange struct {
+	http.ResponseWriter
+	bytes    int64
+	id       string
+	idHeader [1]string // backs the X-Request-Id header value
+	status   int
+}
+
+func (e *exchange) WriteHeader(code int) {
+	if e.status == 0 {
+		e.status = code
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *exchange) Write(b []byte) (int, error) {
+	if e.status == 0 {
+		e.status = http.StatusOK
+	}
+	n, err := e.ResponseWriter.Write(b)
+	e.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (e *exchange) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
+type exchangeKey struct{}
+
+// RequestID returns the id of the request ctx belongs to, or "" outside a
+// request served by this package.
+func RequestID(ctx context.Context) string {
+	if e, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
+		return e.id
+	}
+	return ""
+}
+
+// requestID returns the client's X-Request-Id when it is short and printable
+// ASCII, and a fresh UUIDv7 otherwise.
+func requestID(r *http.Request) string {
+	if v := r.Header[requestIDHeader]; len(v) > 0 && validRequestID(v[0]) {
+		return v[0]
+	}
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+func validRequestID(s string) bool {
+	if s == "" || len(s) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// serve adapts a route's handler to net/http: it sets the request id, caps
+// the body, runs the handler, answers the error it returns, and counts the
+// request under the route's name. Its cost is per request, never per item.
+func (a *api) serve(rt route) http.Handler {
+	name := rt.Name
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		e := &exchange{ResponseWriter: w, id: requestID(r)}
+		e.idHeader[0] = e.id
+		w.Header()[requestIDHeader] = e.idHeader[:]
+		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e))
+
+		var err error
+		if r.ContentLength > a.maxBody {
+			// Refused before the handler runs, unread.
+			err = &http.MaxBytesError{Limit: a.maxBody}
+		} else {
+			if r.Body != nil && r.Body != http.NoBody {
+				// The connection's own writer: MaxBytesReader tells it to
+				// close the connection after the answer.
+				r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+			}
+			err = rt.handler(e, r)
+		}
+		if err != nil {
+			a.writeError(e, r, rt, err)
+		}
+
+		if e.status == 0 {
+			e.status = http.StatusOK
+		}
+		d := time.Since(start)
+		a.metrics.Request(name, statusCode(e.status), d)
+		if a.log.Enabled(r.Context(), slog.LevelDebug) {
+			a.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
+				slog.String("method", r.Method),
+				slog.String("route", name),
+				slog.Int("status", e.status),
+				slog.Duration("duration", d),
+				slog.Int64("bytes", e.bytes),
+				slog.String("requestId", e.id))
+		}
+	})
+}
+
+// statusCodes holds the decimal text of every status code, so that counting
+// a request does not format one.
+var statusCodes = func() (s [600]string) {
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()
+
+func statusCode(code int) string {
+	if code >= 0 && code < len(statusCodes) {
+		return statusCodes[code]
+	}
+	return strconv.Itoa(code)
+}
