@@ -48,6 +48,9 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 		IdleTimeout:       cfg.HTTPIdleTimeout,
 		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
 		MaxConnections:    cfg.HTTPMaxConnections,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		BodyMinRate:       bodyMinRate(cfg.HTTPBodyMinRate),
+		WriteTimeout:      cfg.HTTPWriteTimeout,
 	}, st)
 	if err != nil {
 		return err
@@ -112,4 +115,13 @@ func servePprof(addr string, log *slog.Logger) {
 	if err := srv.ListenAndServe(); err != nil {
 		log.Error("pprof server stopped", "err", err)
 	}
+}
+
+// bodyMinRate maps QUEEN_HTTP_BODY_MIN_RATE, where 0 turns the minimum off,
+// to the server's setting, where 0 means the default.
+func bodyMinRate(perSecond int64) int64 {
+	if perSecond == 0 {
+		return -1
+	}
+	return perSecond
 }

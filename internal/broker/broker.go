@@ -142,6 +142,16 @@ func (b *Broker) Stop() {
 	b.stopOnce.Do(func() { close(b.stopping) })
 }
 
+// Stopping reports whether Stop was called: the broker is shutting down.
+func (b *Broker) Stopping() bool {
+	select {
+	case <-b.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
 // Engine names the storage engine.
 func (b *Broker) Engine() string { return b.store.Engine() }
 

@@ -189,14 +189,14 @@ func TestOutageLosesNothing(t *testing.T) {
 		t.Logf("during the outage: /health %d %s (%v after the cut)", healthStatus, healthBody, time.Since(cutAt).Round(time.Millisecond))
 	}
 
-	// A pop fails with 500 and an error body.
+	// A pop fails with 503 and an error body.
 	status, body, err := c.do(ctx, "GET", br.url+queuePath(queue)+"?batch=10", nil)
 	var popErr map[string]any
 	switch {
 	case err != nil:
 		t.Errorf("during the outage: pop: %v", err)
-	case status != http.StatusInternalServerError:
-		t.Errorf("during the outage: pop answered %d %s, want 500", status, body)
+	case status != http.StatusServiceUnavailable:
+		t.Errorf("during the outage: pop answered %d %s, want 503", status, body)
 	case json.Unmarshal(body, &popErr) != nil:
 		t.Errorf("during the outage: pop answered 500 with a body that is not JSON: %s", body)
 	default:

@@ -10,8 +10,10 @@
 package httpapi
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,8 +22,20 @@ import (
 	"github.com/queen-go/queen/internal/metrics"
 )
 
-// DefaultMaxBodyBytes is the request body cap (QUEEN_MAX_BODY_BYTES).
-const DefaultMaxBodyBytes = 64 << 20
+// Defaults of Config fields left zero.
+const (
+	// DefaultMaxBodyBytes is the request body cap (QUEEN_MAX_BODY_BYTES).
+	DefaultMaxBodyBytes = 64 << 20
+	// DefaultReadTimeout is the longest wait for the next bytes of a body
+	// (QUEEN_HTTP_READ_TIMEOUT_MS).
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultBodyMinRate is the average rate, in bytes per second, a body
+	// must keep once DefaultReadTimeout has passed (QUEEN_HTTP_BODY_MIN_RATE).
+	DefaultBodyMinRate = 1024
+	// DefaultWriteTimeout bounds writing an answer; a long poll gets its
+	// wait on top (QUEEN_HTTP_WRITE_TIMEOUT_MS).
+	DefaultWriteTimeout = 30 * time.Second
+)
 
 // Config configures the API.
 type Config struct {
@@ -36,15 +50,30 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Version is reported by /health.
 	Version string
+
+	// BodyMinRate is the average rate in bytes per second a body must keep
+	// once ReadTimeout has passed, or it is cut off with 408: a client that
+	// trickles a body cannot hold a connection open-ended. 0 means
+	// DefaultBodyMinRate; negative means no minimum.
+	BodyMinRate int64
+	// ReadTimeout is the longest wait for the next bytes of a request body;
+	// 0 means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing an answer, counted from the request's
+	// start; a long poll gets its wait on top. 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 type api struct {
-	broker  *broker.Broker
-	log     *slog.Logger
-	maxBody int64
-	metrics *metrics.Metrics
-	prom    http.Handler // the registry in the Prometheus text format
-	version string
+	broker       *broker.Broker
+	log          *slog.Logger
+	maxBody      int64
+	metrics      *metrics.Metrics
+	minRate      int64
+	prom         http.Handler // the registry in the Prometheus text format
+	readTimeout  time.Duration
+	version      string
+	writeTimeout time.Duration
 }
 
 // New returns the HTTP handler of the whole API.
@@ -59,6 +88,10 @@ func newAPI(cfg Config) *api {
 		maxBody: cfg.MaxBodyBytes,
 		metrics: cfg.Metrics,
 		version: cfg.Version,
+
+		minRate:      cmp.Or(cfg.BodyMinRate, DefaultBodyMinRate),
+		readTimeout:  cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
+		writeTimeout: cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

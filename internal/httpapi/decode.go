@@ -32,8 +32,14 @@ func readBody(r *http.Request) ([]byte, error) {
 		if errors.As(err, &tooBig) {
 			return nil, err
 		}
+		if errors.Is(err, errSlowBody) {
+			return nil, err
+		}
 		// The text of a failed read can name the connection's addresses.
 		return nil, badBody("the request body could not be read to its end")
+	}
+	if err := checkUTF8(body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }
@@ -112,6 +118,9 @@ func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
 		if len(it.Payload) == 0 {
 			return nil, fieldError(elem(path, i), "payload", "missing", "null is a valid payload")
 		}
+		if err := it.check(path, i); err != nil {
+			return nil, err
+		}
 		// Store payloads compact; most clients already send them so, and
 		// then this costs one scan and no copy.
 		payload := it.Payload
@@ -134,6 +143,27 @@ func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
 	return items, nil
 }
 
+// check validates the item's names (the queue is known to be present).
+func (it *pushItemJSON) check(path string, i int) error {
+	for _, f := range [...]struct {
+		key  string
+		v    *string
+		kind nameKind
+	}{
+		{"queue", it.Queue, kindName}, {"partition", it.Partition, kindName},
+		{"transactionId", it.TransactionID, kindName}, {"namespace", it.Namespace, kindName},
+		{"task", it.Task, kindName}, {"traceId", it.TraceID, kindID},
+	} {
+		if f.v == nil || *f.v == "" {
+			continue
+		}
+		if err := checkBodyText(*f.v, f.kind, at(elem(path, i), f.key)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ackJSON is one acknowledgement, as sent.
 type ackJSON struct {
 	ConsumerGroup *string `json:"consumerGroup"`
@@ -152,6 +182,21 @@ func (a *ackJSON) ack(list string, i int) (store.Ack, error) {
 	}
 	if state := presence(a.PartitionID); state != "" {
 		return store.Ack{}, fieldError(elem(list, i), "partitionId", state, "a transactionId is only unique within its partition")
+	}
+	for _, f := range [...]struct {
+		key  string
+		v    *string
+		kind nameKind
+	}{
+		{"transactionId", a.TransactionID, kindName}, {"partitionId", a.PartitionID, kindID},
+		{"leaseId", a.LeaseID, kindID}, {"consumerGroup", a.ConsumerGroup, kindName}, {"error", a.Error, kindText},
+	} {
+		if f.v == nil || *f.v == "" {
+			continue
+		}
+		if err := checkBodyText(*f.v, f.kind, at(elem(list, i), f.key)); err != nil {
+			return store.Ack{}, err
+		}
 	}
 	return store.Ack{
 		TransactionID: *a.TransactionID,
@@ -186,6 +231,11 @@ func DecodeAckBatch(body []byte) ([]store.Ack, error) {
 	}
 	if b.Acknowledgments == nil {
 		return nil, missing("acknowledgments")
+	}
+	if b.ConsumerGroup != nil && *b.ConsumerGroup != "" {
+		if err := checkBodyText(*b.ConsumerGroup, kindName, at("", "consumerGroup")); err != nil {
+			return nil, err
+		}
 	}
 	acks := make([]store.Ack, len(*b.Acknowledgments))
 	for i := range *b.Acknowledgments {
@@ -229,6 +279,11 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 	}
 	if len(*b.Operations) == 0 {
 		return nil, badRequest("operations array cannot be empty")
+	}
+	for i, id := range b.RequiredLeases {
+		if err := checkBodyText(id, kindID, func() string { return elem("requiredLeases", i) }); err != nil {
+			return nil, err
+		}
 	}
 	tx := &Transaction{RequiredLeases: b.RequiredLeases}
 	for i, op := range *b.Operations {
@@ -286,6 +341,16 @@ func DecodeConfigure(body []byte) (*Configure, error) {
 	if state := presence(b.Queue); state != "" {
 		return nil, fieldError("", "queue", state, "")
 	}
+	for key, v := range map[string]*string{"queue": b.Queue, "namespace": b.Namespace, "task": b.Task} {
+		if v != nil && *v != "" {
+			if err := checkBodyText(*v, kindName, at("", key)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := checkOptions(&opts); err != nil {
+		return nil, err
+	}
 	return &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task), Options: opts}, nil
 }
 
@@ -300,7 +365,11 @@ func DecodeExtend(body []byte) (int, error) {
 	if err := unmarshal(body, &b); err != nil {
 		return 0, err
 	}
-	return derefInt(b.Seconds), nil
+	n := derefInt(b.Seconds)
+	if err := rangeExtend.check(func() string { return "bad body: seconds" }, n); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // query reads typed message-plane query parameters: integers are base-10,
@@ -321,17 +390,33 @@ func parseQuery(r *http.Request) *query {
 
 func (q *query) str(name string) string { return q.values.Get(name) }
 
-func (q *query) int(name string, def int) int {
+func (q *query) int(name string, def int, r intRange) int {
 	s, ok := q.values[name]
 	if !ok || q.err != nil {
 		return def
 	}
 	n, err := strconv.Atoi(s[0])
 	if err != nil {
+		if len(s[0]) > 40 {
+			s[0] = s[0][:40] + "…"
+		}
 		q.err = badQuery("%s: expected a base-10 integer, got %q", name, s[0])
 		return def
 	}
+	if err := r.check(func() string { return "bad query: " + name }, n); err != nil {
+		q.err = err
+		return def
+	}
 	return n
+}
+
+// name reads a name parameter, validated.
+func (q *query) name(name string) string {
+	s := q.values.Get(name)
+	if s != "" && q.err == nil {
+		q.err = checkQueryText(name, s, kindName)
+	}
+	return s
 }
 
 func (q *query) bool(name string) bool {
@@ -356,24 +441,23 @@ const DefaultPopTimeout = 30 * time.Second
 func decodePop(r *http.Request) (broker.PopRequest, error) {
 	q := parseQuery(r)
 	req := broker.PopRequest{
-		Batch:         q.int("batch", 1),
+		Batch:         q.int("batch", 1, rangePopBatch),
 		Wait:          q.bool("wait"),
-		Timeout:       time.Duration(q.int("timeout", int(DefaultPopTimeout/time.Millisecond))) * time.Millisecond,
+		Timeout:       time.Duration(q.int("timeout", int(DefaultPopTimeout/time.Millisecond), rangePopTimeout)) * time.Millisecond,
 		AutoAck:       q.bool("autoAck"),
-		Partitions:    q.int("partitions", 1),
-		ConsumerGroup: q.str("consumerGroup"),
-		Namespace:     q.str("namespace"),
-		Task:          q.str("task"),
+		Partitions:    q.int("partitions", 1, rangePopPartition),
+		ConsumerGroup: q.name("consumerGroup"),
+		Namespace:     q.name("namespace"),
+		Task:          q.name("task"),
 	}
 	if q.err != nil {
 		return req, q.err
 	}
-	switch mode := q.str("subscriptionMode"); mode {
-	case "", "all":
+	// subscriptionMode is not a typed parameter: new and new-only mean new,
+	// anything else (Queen's JS client sends from_beginning) means all.
+	switch q.str("subscriptionMode") {
 	case "new", "new-only":
 		req.SubscriptionMode = broker.SubscribeNew
-	default:
-		return req, badQuery("subscriptionMode: expected all, new or new-only, got %q", mode)
 	}
 	switch from := q.str("subscriptionFrom"); from {
 	case "":

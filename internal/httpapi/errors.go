@@ -96,6 +96,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err e
 		writeJSON(w, status, txJSON{TransactionID: broker.NewTransactionID(), Error: &msg, Results: []txItemJSON{}})
 		return
 	}
+	if status == http.StatusRequestTimeout {
+		// The rest of a trickled body is not worth reading: drop the
+		// connection after the answer.
+		w.Header().Set("Connection", "close")
+	}
 	body := errorJSON{Error: msg}
 	var he *httpError
 	if errors.As(err, &he) {

@@ -28,3 +28,27 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, code, out)
 	return nil
 }
+
+// readyJSON is /ready's document.
+type readyJSON struct {
+	Status   string `json:"status"`
+	Database string `json:"database"`
+}
+
+// ready is the readiness probe: 200 when the database answers and its
+// schema is migrated, 503 while it is unreachable (pushes are then spooled
+// and pops refused) and once the broker is shutting down, so that a load
+// balancer sends requests elsewhere.
+func (a *api) ready(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	switch {
+	case a.broker.Stopping():
+		writeJSON(w, http.StatusServiceUnavailable, readyJSON{"shutting down", "connected"})
+	case a.broker.Health(ctx) != nil:
+		writeJSON(w, http.StatusServiceUnavailable, readyJSON{"not ready", "disconnected"})
+	default:
+		writeJSON(w, http.StatusOK, readyJSON{"ready", "connected"})
+	}
+	return nil
+}

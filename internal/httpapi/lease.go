@@ -19,7 +19,11 @@ func (a *api) extend(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.broker.ExtendLease(r.Context(), caller(r), r.PathValue("leaseId"), seconds)
+	leaseID := r.PathValue("leaseId")
+	if err := checkPathText("leaseId", leaseID, kindID); err != nil {
+		return err
+	}
+	res, err := a.broker.ExtendLease(r.Context(), caller(r), leaseID, seconds)
 	if err != nil {
 		return err
 	}

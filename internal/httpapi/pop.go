@@ -1,6 +1,9 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // pop serves the three pop routes: a queue, one partition of it, or every
 // queue of a namespace and/or task. It answers 200 with the pop envelope, or
@@ -11,8 +14,19 @@ func (a *api) pop(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Queue, req.Partition = r.PathValue("queue"), r.PathValue("partition")
+	for name, v := range map[string]string{"queue": req.Queue, "partition": req.Partition} {
+		if v != "" {
+			if err := checkPathText(name, v, kindName); err != nil {
+				return err
+			}
+		}
+	}
 	if req.Queue != "" {
 		req.Namespace, req.Task = "", ""
+	}
+	if req.Wait {
+		// The answer may come only when the long poll ends.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.Timeout + a.writeTimeout))
 	}
 	res, err := a.broker.Pop(r.Context(), caller(r), req)
 	if err != nil {

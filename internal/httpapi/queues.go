@@ -45,6 +45,9 @@ type queueDeleteJSON struct {
 
 func (a *api) deleteQueue(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("queue")
+	if err := checkPathText("queue", name, kindName); err != nil {
+		return err
+	}
 	existed, err := a.broker.DeleteQueue(r.Context(), caller(r), name)
 	if err != nil {
 		return err

@@ -120,6 +120,7 @@ func (a *api) routes() []route {
 	}
 	return []route{
 		r(AccessPublic, "GET", "/health", "health", a.health),
+		r(AccessPublic, "GET", "/ready", "ready", a.ready),
 		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON),
 		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus),
 		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi),
@@ -140,6 +141,7 @@ func (a *api) routes() []route {
 		r(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", a.setMaintenance),
 		r(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", a.getPopMaintenance),
 		r(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", a.setPopMaintenance),
+		r(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", a.buffers),
 	}
 }
 

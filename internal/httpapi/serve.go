@@ -91,15 +91,23 @@ func (a *api) serve(rt route) http.Handler {
 		w.Header()[requestIDHeader] = e.idHeader[:]
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e))
 
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(start.Add(a.writeTimeout))
 		var err error
-		if r.ContentLength > a.maxBody {
+		switch {
+		case r.Method == http.MethodHead && rt.Access != AccessPublic:
+			// ServeMux lets HEAD match a GET route; a HEAD must never
+			// pop, so only public routes answer it.
+			err = errNoSuchRoute
+		case r.ContentLength > a.maxBody:
 			// Refused before the handler runs, unread.
 			err = &http.MaxBytesError{Limit: a.maxBody}
-		} else {
+		default:
 			if r.Body != nil && r.Body != http.NoBody {
 				// The connection's own writer: MaxBytesReader tells it to
 				// close the connection after the answer.
-				r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+				r.Body = http.MaxBytesReader(w, &slowBody{body: r.Body, rc: rc, start: start,
+					idle: a.readTimeout, minRate: a.minRate}, a.maxBody)
 			}
 			err = rt.handler(e, r)
 		}

@@ -45,7 +45,7 @@ func (a *api) getMaintenance(w http.ResponseWriter, r *http.Request) error {
 		PopMaintenanceMode: st.PopMaintenance,
 		BufferedMessages:   st.Buffered,
 		BufferHealthy:      st.BufferHealthy,
-		BufferStats:        bufferStatsJSON{PendingCount: st.Buffered, DBHealthy: st.DBHealthy},
+		BufferStats:        bufferStatsJSON{PendingCount: st.Buffered, FailedCount: st.DeadLettered, DBHealthy: st.DBHealthy},
 	})
 	return nil
 }
@@ -102,4 +102,26 @@ func popMaintenance(on bool) popMaintenanceJSON {
 		return popMaintenanceJSON{true, "Pop maintenance mode enabled: every pop answers 204"}
 	}
 	return popMaintenanceJSON{false, "Pop maintenance mode disabled: pops deliver messages"}
+}
+
+// buffersJSON is /api/v1/status/buffers: the disk spool of this broker.
+type buffersJSON struct {
+	Pending   int64 `json:"pending"`
+	Failed    int64 `json:"failed"`
+	DBHealthy bool  `json:"dbHealthy"`
+	Worker    int   `json:"worker"`
+	// Beyond Queen: what failed means here, and push maintenance.
+	DeadLettered    int64 `json:"deadLettered"`
+	BufferHealthy   bool  `json:"bufferHealthy"`
+	MaintenanceMode bool  `json:"maintenanceMode"`
+}
+
+// buffers reports the spool: pushes waiting for replay, and pushes the
+// database refused at replay, set aside in the spool's dead-letter file
+// (failed and deadLettered are the same count).
+func (a *api) buffers(w http.ResponseWriter, r *http.Request) error {
+	st := a.broker.Maintenance()
+	writeJSON(w, http.StatusOK, buffersJSON{Pending: st.Buffered, Failed: st.DeadLettered, DBHealthy: st.DBHealthy,
+		DeadLettered: st.DeadLettered, BufferHealthy: st.BufferHealthy, MaintenanceMode: st.Maintenance})
+	return nil
 }

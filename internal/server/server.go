@@ -36,13 +36,15 @@ const (
 
 // Config configures a Server.
 type Config struct {
-	// HTTP limits; zero values take the defaults above. The body read
-	// timeout, body rate and write timeout are applied per request by the
-	// API (httpapi.Config).
+	// HTTP limits; zero values take the defaults above (and httpapi's for
+	// the body and write limits, which the API applies per request).
+	BodyMinRate       int64 // bytes per second; negative: no minimum
 	IdleTimeout       time.Duration
 	MaxConnections    int
 	MaxHeaderBytes    int
 	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
 
 	// Logger receives all logs; nil discards them.
 	Logger *slog.Logger
@@ -103,6 +105,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
+		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {

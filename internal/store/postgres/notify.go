@@ -36,15 +36,28 @@ func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
 		}
 	}()
 	backoff := listenBackoffMin
+	// One warning per outage, not one per reconnect attempt.
+	down := false
+	onListening := func() {
+		if down {
+			s.log.Info("notification listener connected again")
+			down = false
+		}
+	}
 	for {
-		connected, err := s.listenOnce(ctx, wake)
+		connected, err := s.listenOnce(ctx, wake, onListening)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if connected {
 			backoff = listenBackoffMin
 		}
-		s.log.Warn("notification listener disconnected; reconnecting", "err", err, "in", backoff)
+		if !down {
+			s.log.Warn("notification listener disconnected; reconnecting until the database answers", "err", err)
+			down = true
+		} else {
+			s.log.Debug("notification listener still disconnected", "err", err, "retry_in", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -56,7 +69,7 @@ func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
 
 // listenOnce connects, listens and delivers notifications until the
 // connection fails or ctx ends. It reports whether LISTEN succeeded.
-func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string)) (bool, error) {
+func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string), listening func()) (bool, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.connCfg.Copy())
 	if err != nil {
 		return false, err
@@ -65,6 +78,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string)) (bool
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{wakeChannel(s.schema)}.Sanitize()); err != nil {
 		return false, err
 	}
+	listening()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
