@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+	"path"
+	"strings"
+)
 
 // Access is the level a route requires. The levels are a role set, not a
 // ladder: a write-only token may push but may not pop, ack or read, and a
@@ -164,8 +168,38 @@ func (a *api) router() http.Handler {
 	for _, rt := range a.routes() {
 		mux.Handle(rt.Method+" "+rt.Pattern, a.serve(rt))
 	}
-	mux.Handle("/", a.serve(route{RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName}, noSuchRoute}))
-	return mux
+	fallback := a.serve(route{RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName}, noSuchRoute})
+	mux.Handle("/", fallback)
+	dotted := a.serve(route{RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName}, dottedPath})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers a path that is not clean (a "." or ".." segment,
+		// a double slash) with a redirect to its cleaned form, which for
+		// /api/v1/pop/queue/.. is another route. Names are never "." or
+		// "..", and no route has an empty segment: answer, never redirect.
+		if p := r.URL.Path; p != "/" && path.Clean(p) != p {
+			if hasDotSegment(p) {
+				dotted.ServeHTTP(w, r)
+			} else {
+				fallback.ServeHTTP(w, r)
+			}
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func noSuchRoute(w http.ResponseWriter, r *http.Request) error { return errNoSuchRoute }
+
+func dottedPath(w http.ResponseWriter, r *http.Request) error {
+	return badRequest(`bad path: a name cannot be "." or ".."`)
+}
+
+// hasDotSegment reports whether p has a "." or ".." segment.
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
