@@ -176,7 +176,9 @@ func (b *Broker) spoolPush(items []store.PushItem) []store.PushResult {
 	}
 	for i := range items {
 		if err != nil {
-			res[i] = store.PushResult{Status: store.PushFailed, Error: err.Error()}
+			// The error names files of the broker: it goes to the log.
+			res[i] = store.PushResult{Status: store.PushFailed,
+				Error: "database unavailable and the disk buffer could not be written; the broker's log has the details"}
 			continue
 		}
 		res[i] = store.PushResult{Status: store.PushBuffered, MessageID: items[i].MessageID}
