@@ -19,4 +19,12 @@ QUEEN_TEST_DATABASE_URL is not set. To run them too:
     bash scripts/test.sh
 NOTE
 fi
+if [ -z "${QUEEN_LATENCY_TESTS:-}" ]; then
+  cat >&2 <<'NOTE'
+
+skipped: the latency test TestBoundedQueueDelete (deletes a queue of 1,000,000 messages under load; minutes, and
+meaningful only when nothing else runs). CI runs it alone; to run it:
+    QUEEN_LATENCY_TESTS=1 go test -p 1 -run TestBoundedQueueDelete ./internal/store/sqlite ./internal/store/postgres
+NOTE
+fi
 exit $status
