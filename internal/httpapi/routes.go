@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -117,18 +118,38 @@ type route struct {
 // with the wrong method included, in metrics and access logs.
 const noSuchRouteName = "no_such_route"
 
-// routes is the route table: one row per method and pattern.
+// r builds one row of the route table.
+func r(access Access, method, pattern, name string, h handlerFunc) route {
+	return route{RouteInfo{Access: access, Method: method, Name: name, Pattern: pattern}, h}
+}
+
+// routes is the route table: one row per method and pattern, in groups. A
+// feature adds its group (in its own file, with its own OpenAPI fragment
+// in openapi/) and one line here.
 func (a *api) routes() []route {
-	r := func(access Access, method, pattern, name string, h handlerFunc) route {
-		return route{RouteInfo{Access: access, Method: method, Name: name, Pattern: pattern}, h}
-	}
+	return slices.Concat(
+		a.operationRoutes(),
+		a.messageRoutes(),
+		a.queueRoutes(),
+		a.maintenanceRoutes(),
+	)
+}
+
+// operationRoutes serve probes, metrics and the API's own description.
+func (a *api) operationRoutes() []route {
 	return []route{
 		r(AccessPublic, "GET", "/health", "health", a.health),
 		r(AccessPublic, "GET", "/ready", "ready", a.ready),
 		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON),
 		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus),
 		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi),
+		r(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", a.buffers),
+	}
+}
 
+// messageRoutes are the message plane.
+func (a *api) messageRoutes() []route {
+	return []route{
 		r(AccessWriteOnly, "POST", "/api/v1/push", "push", a.push),
 		r(AccessReadWrite, "GET", "/api/v1/pop", "pop", a.pop),
 		r(AccessReadWrite, "GET", "/api/v1/pop/queue/{queue}", "pop_queue", a.pop),
@@ -137,15 +158,24 @@ func (a *api) routes() []route {
 		r(AccessReadWrite, "POST", "/api/v1/ack/batch", "ack_batch", a.ackBatch),
 		r(AccessReadWrite, "POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", a.extend),
 		r(AccessReadWrite, "POST", "/api/v1/transaction", "transaction", a.transaction),
+	}
+}
 
+// queueRoutes configure and delete queues.
+func (a *api) queueRoutes() []route {
+	return []route{
 		r(AccessReadWrite, "POST", "/api/v1/configure", "configure", a.configure),
 		r(AccessAdmin, "DELETE", "/api/v1/resources/queues/{queue}", "queue_delete", a.deleteQueue),
+	}
+}
 
+// maintenanceRoutes switch the maintenance modes.
+func (a *api) maintenanceRoutes() []route {
+	return []route{
 		r(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", a.getMaintenance),
 		r(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", a.setMaintenance),
 		r(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", a.getPopMaintenance),
 		r(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", a.setPopMaintenance),
-		r(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", a.buffers),
 	}
 }
 
