@@ -15,9 +15,15 @@ import (
 // wait while a huge queue is deleted and purged.
 const BoundedDeleteLimit = 100 * time.Millisecond
 
+// baselineFor is how long the traffic runs before the delete, to measure
+// what the machine makes a request wait anyway.
+const baselineFor = 5 * time.Second
+
 // RunBoundedDelete fills a queue with n messages, then deletes it and purges
 // it as the broker's purge service does (package purge) while another queue
-// is pushed to, popped and acked without pause.
+// is pushed to, popped and acked without pause. The same traffic runs for a
+// few seconds before the delete, so that a machine too busy to keep any
+// request under the limit is told apart from a delete that stalls them.
 // No push, pop or ack may wait longer than BoundedDeleteLimit meanwhile. It
 // is a latency test: drivers run it without the race detector, on a store of
 // their own.
@@ -104,6 +110,10 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 		}
 	})
 
+	// The same traffic without a delete first: how long this machine makes
+	// a push or a pop wait anyway.
+	time.Sleep(baselineFor)
+	baseline := max(worstPush.Swap(0), worstPop.Swap(0), worstAck.Swap(0))
 	deleteStart := time.Now()
 	existed, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "huge", Now: T0})
 	if err != nil || !existed {
@@ -121,9 +131,17 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 	wg.Wait()
 
 	t.Logf("QueueDelete %v; purge of %d rows in %d steps, %v; meanwhile on another queue: %d pushed, %d popped; "+
-		"worst wait: push %v, pop %v, ack %v", deleteTook.Round(time.Microsecond), rows, steps,
+		"worst wait: push %v, pop %v, ack %v (without a delete: %v)", deleteTook.Round(time.Microsecond), rows, steps,
 		purgeTook.Round(time.Millisecond), pushed.Load(), popped.Load(), time.Duration(worstPush.Load()),
-		time.Duration(worstPop.Load()), time.Duration(worstAck.Load()))
+		time.Duration(worstPop.Load()), time.Duration(worstAck.Load()), time.Duration(baseline))
+	// On a machine that already makes a request wait over half the limit
+	// without any delete, the limit would measure the neighbours: then the
+	// delete may at most double the worst wait.
+	limit := BoundedDeleteLimit
+	if allowed := 2 * time.Duration(baseline); allowed > limit {
+		t.Logf("this machine is noisy (worst wait %v without a delete): allowing %v", time.Duration(baseline), allowed)
+		limit = allowed
+	}
 	if rows != n {
 		t.Errorf("purged %d rows, want the %d messages", rows, n)
 	}
@@ -131,8 +149,8 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 		t.Errorf("QueueDelete of a queue of %d messages took %v, want < %v", n, deleteTook, BoundedDeleteLimit)
 	}
 	for what, worst := range map[string]*atomic.Int64{"push": &worstPush, "pop": &worstPop, "ack": &worstAck} {
-		if d := time.Duration(worst.Load()); d > BoundedDeleteLimit {
-			t.Errorf("a %s of another queue waited %v during the delete, want < %v", what, d, BoundedDeleteLimit)
+		if d := time.Duration(worst.Load()); d > limit {
+			t.Errorf("a %s of another queue waited %v during the delete, want < %v", what, d, limit)
 		}
 	}
 	if pushed.Load() == 0 || popped.Load() == 0 {
