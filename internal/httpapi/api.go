@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/metrics"
 )
 
@@ -41,6 +42,9 @@ const (
 type Config struct {
 	// Broker serves every message-plane route.
 	Broker *broker.Broker
+	// Control serves the control-plane routes (queues, groups, messages,
+	// DLQ, traces, status).
+	Control *control.Control
 	// Logger receives error logs (with the request id) and, at debug level,
 	// one access-log line per request; nil discards them.
 	Logger *slog.Logger
@@ -66,6 +70,7 @@ type Config struct {
 
 type api struct {
 	broker       *broker.Broker
+	control      *control.Control
 	log          *slog.Logger
 	maxBody      int64
 	metrics      *metrics.Metrics
@@ -84,6 +89,7 @@ func New(cfg Config) http.Handler {
 func newAPI(cfg Config) *api {
 	a := &api{
 		broker:  cfg.Broker,
+		control: cfg.Control,
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
 		metrics: cfg.Metrics,

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/service"
@@ -102,8 +103,9 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		m.WatchSpool(sp.Pending, sp.DeadLettered)
 	}
 	b := broker.New(st, bcfg)
+	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
 	handler := httpapi.New(httpapi.Config{
-		Broker: b, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
+		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 	})

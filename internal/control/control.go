@@ -1,0 +1,55 @@
+// Package control is the broker's control plane: listing and inspecting
+// queues, partitions, consumer groups, messages, the dead-letter queue and
+// traces, and repairing them (seek, retry, move to the DLQ, clear, delete).
+// It knows neither HTTP nor SQL: it reaches the store through the small
+// interfaces it declares, and every operation is scoped to a tenant.
+//
+// The message plane (push, pop, ack, leases, transactions) is package
+// broker's; what the control plane changes that consumers must notice (a
+// seek backwards, a retried message) wakes their long polls through Wake.
+package control
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// Config configures a Control.
+type Config struct {
+	// Logger receives the control plane's logs; nil discards them.
+	Logger *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Wake wakes long polls waiting on the given queues (store.QueueKey);
+	// nil wakes nobody.
+	Wake func(keys ...string)
+}
+
+// Control serves the control plane over a store.
+type Control struct {
+	store store.Store
+	log   *slog.Logger
+	now   func() time.Time
+	wake  func(keys ...string)
+}
+
+// New returns the control plane over st.
+func New(st store.Store, cfg Config) *Control {
+	c := &Control{store: st, log: cfg.Logger, now: cfg.Now, wake: cfg.Wake}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("component", "control")
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.wake == nil {
+		c.wake = func(...string) {}
+	}
+	return c
+}
+
+// tenant returns t, or the default tenant when it is "".
+func tenant(t string) string { return store.TenantOrDefault(t) }
