@@ -51,5 +51,5 @@ func New(st store.Store, cfg Config) *Control {
 	return c
 }
 
-// tenant returns t, or the default tenant when it is "".
-func tenant(t string) string { return store.TenantOrDefault(t) }
+// Engine names the storage engine.
+func (c *Control) Engine() string { return c.store.Engine() }
