@@ -318,6 +318,22 @@ func (c *client) popWaiting(ctx context.Context, base string) (float64, error) {
 	return 0, fmt.Errorf("metrics: no queen_pop_waiting gauge")
 }
 
+// outageError checks the answer to a request that needs the database, made
+// while it is unreachable: a 5xx with a JSON {"error": …} body. 503 is
+// intended; any 5xx passes while the HTTP error mapping is being reworked.
+func outageError(status int, body []byte) error {
+	var e struct {
+		Error string `json:"error"`
+	}
+	switch {
+	case status < 500 || status > 599:
+		return fmt.Errorf("status %d, body %s; want 5xx (503)", status, body)
+	case json.Unmarshal(body, &e) != nil || e.Error == "":
+		return fmt.Errorf("status %d with body %s; want {\"error\": …}", status, body)
+	}
+	return nil
+}
+
 // queuePath is the wildcard pop route of queue.
 func queuePath(queue string) string {
 	return "/api/v1/pop/queue/" + url.PathEscape(queue)
