@@ -1,6 +1,8 @@
 // Package e2e holds end-to-end tests of the broker on its PostgreSQL engine:
 // several in-process brokers sharing one database over real sockets, and a
-// database outage staged with a TCP proxy that can cut the broker off.
+// database outage staged with a TCP proxy that can cut the broker off, under
+// load and at start-up. The start-up test runs the real binary, which the
+// package builds once per run (with -race when the tests have it).
 //
 // The tests need a PostgreSQL server; they skip without one:
 //

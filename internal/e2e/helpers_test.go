@@ -318,6 +318,21 @@ func (c *client) popWaiting(ctx context.Context, base string) (float64, error) {
 	return 0, fmt.Errorf("metrics: no queen_pop_waiting gauge")
 }
 
+// outageError checks the answer to a request that needs the database, made
+// while it is unreachable: 503 with a JSON {"error": …} body.
+func outageError(status int, body []byte) error {
+	var e struct {
+		Error string `json:"error"`
+	}
+	switch {
+	case status != http.StatusServiceUnavailable:
+		return fmt.Errorf("status %d, body %s; want 503", status, body)
+	case json.Unmarshal(body, &e) != nil || e.Error == "":
+		return fmt.Errorf("status %d with body %s; want {\"error\": …}", status, body)
+	}
+	return nil
+}
+
 // queuePath is the wildcard pop route of queue.
 func queuePath(queue string) string {
 	return "/api/v1/pop/queue/" + url.PathEscape(queue)

@@ -65,7 +65,7 @@ type pushCall struct {
 }
 
 // While PostgreSQL is unreachable the broker reports it (/health 503, pops
-// 500) and keeps accepting pushes into its disk spool; once the database is
+// 5xx) and keeps accepting pushes into its disk spool; once the database is
 // back it replays the spool by itself, and every item it answered queued or
 // buffered is in the queue exactly once.
 func TestOutageLosesNothing(t *testing.T) {
@@ -191,20 +191,13 @@ func TestOutageLosesNothing(t *testing.T) {
 
 	// A pop fails with 503 and an error body.
 	status, body, err := c.do(ctx, "GET", br.url+queuePath(queue)+"?batch=10", nil)
-	var popErr map[string]any
-	switch {
-	case err != nil:
+	if err == nil {
+		err = outageError(status, body)
+	}
+	if err != nil {
 		t.Errorf("during the outage: pop: %v", err)
-	case status != http.StatusServiceUnavailable:
-		t.Errorf("during the outage: pop answered %d %s, want 503", status, body)
-	case json.Unmarshal(body, &popErr) != nil:
-		t.Errorf("during the outage: pop answered 500 with a body that is not JSON: %s", body)
-	default:
-		if msg, ok := popErr["error"].(string); !ok || msg == "" {
-			t.Errorf("during the outage: pop answered 500 with body %s, want {\"error\": …}", body)
-		} else {
-			t.Logf("during the outage: pop %d %s", status, body)
-		}
+	} else {
+		t.Logf("during the outage: pop %d %s", status, body)
 	}
 
 	// Pushes keep being accepted, into the spool.
