@@ -74,8 +74,12 @@ const (
 				$7::bigint[]) WITH ORDINALITY
 				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, idx)
 		), dup AS (
-			SELECT u.idx, m.id FROM u
-			JOIN messages m ON m.partition_id = u.partition_id AND m.transaction_id = u.transaction_id
+			-- One probe of messages_partition_txn per item, as a scalar
+			-- subquery: as a join, stale statistics made the planner scan
+			-- messages whole (or a partition by primary key) per push.
+			SELECT idx, id FROM (SELECT u.idx, (SELECT m.id FROM messages m
+				WHERE m.partition_id = u.partition_id AND m.transaction_id = u.transaction_id) AS id FROM u) x
+			WHERE id IS NOT NULL
 		), fresh AS (
 			SELECT u.*, row_number() OVER (PARTITION BY u.partition_id ORDER BY u.idx) AS ord
 			FROM u WHERE u.idx NOT IN (SELECT idx FROM dup)
@@ -217,11 +221,16 @@ const (
 const (
 	// Resolve each (partitionId, transactionId) to its partition, queue and
 	// offset (0 when the message is unknown); unknown partitions are absent.
-	sqlAckResolve = `SELECT a.ord, p.id, p.queue_id, p.last_offset, q.name, q.options, COALESCE(m.seq, 0)
+	// The offset is a scalar subquery, one probe of messages_partition_txn
+	// per ack: as a join, a fresh table's statistics led the planner to walk
+	// the whole partition by primary key for every ack (seen: 250 acks
+	// discarding 311,250 rows).
+	sqlAckResolve = `SELECT a.ord, p.id, p.queue_id, p.last_offset, q.name, q.options,
+			COALESCE((SELECT m.seq FROM messages m
+				WHERE m.partition_id = p.id AND m.transaction_id = a.transaction_id), 0)
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
 		JOIN partitions p ON p.uuid = a.partition_uuid
-		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
-		LEFT JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id`
+		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3`
 	// Lock the lanes an ack batch touches, in key order (no deadlocks
 	// between concurrent ack batches).
 	sqlLanesLock = `SELECT l.partition_id, l.consumer_group, l.cursor, COALESCE(l.lease_id, ''),
