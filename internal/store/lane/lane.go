@@ -141,15 +141,19 @@ func Apply(s *State, acks []Ack, retryLimit int, nowMs int64) ([]Verdict, []Dead
 	neg := -1 // index of the winning negative ack
 	for i, a := range acks {
 		v := &verdicts[i]
+		// What is committed is committed, whoever holds the lease now: a
+		// retried ack whose answer was lost (its commit released the
+		// lease) learns that it succeeded, instead of reading as a lease
+		// gone bad.
 		switch {
+		case a.Offset != 0 && (a.Offset < s.Cursor || (a.Offset == s.Cursor && a.Status != store.AckCompleted)):
+			v.Noop, v.Error = true, store.ErrTextAlreadyCommitted
+		case a.Offset != 0 && a.Offset == s.Cursor:
+			v.Success, v.Noop = true, true // a duplicate commit
 		case a.LeaseID != "" && (!leaseValid || a.LeaseID != s.LeaseID):
 			v.Error = store.ErrTextInvalidLease
 		case a.Offset == 0:
 			v.Noop, v.Error = true, store.ErrTextUnresolvable
-		case a.Offset < s.Cursor || (a.Offset == s.Cursor && a.Status != store.AckCompleted):
-			v.Noop, v.Error = true, store.ErrTextAlreadyCommitted
-		case a.Offset == s.Cursor:
-			v.Success, v.Noop = true, true // a duplicate commit
 		default:
 			live[i] = true
 			if a.Status != store.AckCompleted && (neg < 0 || a.Offset < acks[neg].Offset ||
