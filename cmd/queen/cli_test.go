@@ -110,8 +110,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 
 func TestUnavailableSettingRefusesToStart(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	_, errOut, code := queen(t, []string{"JWT_ENABLED=true", "QUEEN_DATA_DIR=" + dataDir})
-	const want = "JWT_ENABLED=true: JWT authentication is not available in this version yet; unset JWT_ENABLED"
+	_, errOut, code := queen(t, []string{"QUEEN_ENCRYPTION_KEY=0123abcd", "QUEEN_DATA_DIR=" + dataDir})
+	const want = "QUEEN_ENCRYPTION_KEY is set: payload encryption is not available in this version yet; unset QUEEN_ENCRYPTION_KEY"
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}

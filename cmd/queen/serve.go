@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +54,11 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		BodyMinRate:       bodyMinRate(cfg.HTTPBodyMinRate),
 		WriteTimeout:      cfg.HTTPWriteTimeout,
+		Auth:              cfg.Auth(),
+		TenancyEnabled:    cfg.TenancyEnabled,
+		CORSAllowOrigins:  cfg.CORSAllowOrigins,
+		TLSCertFile:       cfg.TLSCertFile,
+		TLSKeyFile:        cfg.TLSKeyFile,
 	}, st)
 	if err != nil {
 		return err
@@ -59,7 +67,15 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
 	}
-	log.Info("queen listening", "addr", ln.Addr().String(), "engine", st.Engine(), "version", version)
+	scheme := "http"
+	if srv.TLS() {
+		scheme = "https"
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go reloadOnHangup(ctx, hup, srv, log)
+	}
+	log.Info("queen listening", "addr", ln.Addr().String(), "scheme", scheme, "engine", st.Engine(), "version", version)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -79,6 +95,20 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// reloadOnHangup reloads the TLS certificate on every SIGHUP until ctx
+// ends. Without TLS, SIGHUP keeps its default action.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *server.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			log.Info("SIGHUP: reloading the TLS certificate")
+			_ = srv.ReloadTLS() // logs its own failure
+		}
+	}
 }
 
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {

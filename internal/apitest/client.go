@@ -102,8 +102,27 @@ func uniq(prefix string) string {
 // client is a tiny HTTP client for the broker.
 type client struct {
 	base   string
-	engine string // the engine of the store behind the server
+	engine string      // the engine of the store behind the server
+	header http.Header // sent with every request (a token, a tenant)
 	hc     *http.Client
+}
+
+// with returns a client for the same server that also sends the given
+// header key/value pairs (a value of "" removes the key).
+func (c *client) with(kv ...string) *client {
+	d := *c
+	d.header = c.header.Clone()
+	if d.header == nil {
+		d.header = http.Header{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			d.header.Del(kv[i])
+		} else {
+			d.header.Set(kv[i], kv[i+1])
+		}
+	}
+	return &d
 }
 
 func newClient(base string) *client {
@@ -167,6 +186,9 @@ func (c *client) send(ctx context.Context, method, path string, body any) (*resp
 	}
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -15,8 +15,18 @@ import (
 
 // client is a thin HTTP/JSON client for the routes the bench drives.
 type client struct {
+	auth []string // the Authorization header's value; nil for none
 	base string
 	hc   *http.Client
+}
+
+// bearer is the Authorization header of token, built once for every
+// request.
+func bearer(token string) []string {
+	if token == "" {
+		return nil
+	}
+	return []string{"Bearer " + token}
 }
 
 // newHTTPClient returns a client whose idle pool holds a connection for
@@ -48,6 +58,9 @@ func (c *client) do(ctx context.Context, method, path string, body []byte) (int,
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.auth != nil {
+		req.Header["Authorization"] = c.auth
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -45,6 +45,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var cfg Config
 	fs.StringVar(&cfg.URL, "url", "http://localhost:6632", "broker base URL")
+	fs.StringVar(&cfg.Token, "token", "", "bearer token sent on every request (a JWT or an API token; deleting the queue at the end needs admin)")
 	fs.StringVar(&cfg.Queue, "queue", "", "queue name (default: a fresh unique name per run)")
 	fs.IntVar(&cfg.Producers, "producers", 4, "concurrent producers (one push in flight each)")
 	fs.IntVar(&cfg.Consumers, "consumers", 4, "concurrent consumers per consumer group (0: push only)")

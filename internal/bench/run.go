@@ -31,6 +31,9 @@ const queueModeGroup = "__QUEUE_MODE__"
 type Config struct {
 	URL   string // broker base URL
 	Queue string // queue name; "" means a fresh unique name
+	// Token is sent as "Authorization: Bearer <token>" on every request;
+	// "" sends none.
+	Token string
 
 	Producers int
 	Consumers int           // per consumer group
@@ -258,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if hc == nil {
 		hc = newHTTPClient(cfg.Producers + cfg.Consumers*max(cfg.Groups, 1) + 4)
 	}
-	r := &runner{cfg: cfg, c: &client{base: cfg.URL, hc: hc}, run: run, groups: cfg.groupNames()}
+	r := &runner{cfg: cfg, c: &client{base: cfg.URL, hc: hc, auth: bearer(cfg.Token)}, run: run, groups: cfg.groupNames()}
 	// With autoAck the broker moves a lane on as soon as it answers, so two
 	// consumers of a group may record a lane's batches in either order.
 	acrossBatches := cfg.Ack != AckAuto || cfg.Consumers <= 1

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/logging"
 )
 
@@ -63,6 +65,60 @@ type Config struct {
 	LogFormat logging.Format // LOG_FORMAT: text or json
 	LogLevel  slog.Level     // LOG_LEVEL: trace, debug, info, warn, error, critical or off
 	PprofAddr string         // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
+
+	// Authentication and tenants.
+	APITokens        []auth.Token  // QUEEN_API_TOKENS: static tokens, token:role[:tenant],…
+	JWTAlgorithm     string        // JWT_ALGORITHM: HS256 … EdDSA, or auto
+	JWTAudience      []string      // JWT_AUDIENCE: accepted audiences; empty = not checked
+	JWTClockSkew     time.Duration // JWT_CLOCK_SKEW (seconds): leeway for exp, nbf, iat
+	JWTEnabled       bool          // JWT_ENABLED
+	JWTIssuer        string        // JWT_ISSUER: required iss; "" = not checked
+	JWTJWKSRefresh   time.Duration // JWT_JWKS_REFRESH_INTERVAL (seconds)
+	JWTJWKSTimeout   time.Duration // JWT_JWKS_TIMEOUT_MS
+	JWTJWKSURL       string        // JWT_JWKS_URL
+	JWTPublicKey     string        // JWT_PUBLIC_KEY: PEM text (read from the file when the setting names one)
+	JWTRoleAdmin     string        // JWT_ROLE_ADMIN
+	JWTRoleClaim     string        // JWT_ROLES_CLAIM: single-role claim
+	JWTRoleReadOnly  string        // JWT_ROLE_READ_ONLY
+	JWTRoleReadWrite string        // JWT_ROLE_READ_WRITE
+	JWTRolesClaim    string        // JWT_ROLES_ARRAY_CLAIM: role-array claim
+	JWTRoleWriteOnly string        // JWT_ROLE_WRITE_ONLY
+	JWTSecret        string        // JWT_SECRET: HMAC secret
+	JWTSkipPaths     []string      // JWT_SKIP_PATHS: served without authentication
+	JWTTenantClaim   string        // JWT_TENANT_CLAIM
+	TenancyEnabled   bool          // QUEEN_TENANCY_ENABLED
+	CORSAllowOrigins []string      // CORS_ALLOW_ORIGIN: origins browsers may call from; empty = CORS off
+	TLSCertFile      string        // QUEEN_TLS_CERT: PEM certificate chain; with TLSKeyFile, serve HTTPS
+	TLSKeyFile       string        // QUEEN_TLS_KEY: PEM private key
+}
+
+// Auth returns the authentication settings as package auth takes them.
+func (c *Config) Auth() auth.Config {
+	skew := c.JWTClockSkew
+	if skew == 0 {
+		skew = -1 // JWT_CLOCK_SKEW=0: no leeway (auth reads 0 as its default)
+	}
+	return auth.Config{
+		Tokens:      c.APITokens,
+		JWTEnabled:  c.JWTEnabled,
+		Algorithm:   c.JWTAlgorithm,
+		Secret:      c.JWTSecret,
+		PublicKey:   c.JWTPublicKey,
+		JWKSURL:     c.JWTJWKSURL,
+		JWKSRefresh: c.JWTJWKSRefresh,
+		JWKSTimeout: c.JWTJWKSTimeout,
+		Issuer:      c.JWTIssuer,
+		Audience:    c.JWTAudience,
+		ClockSkew:   skew,
+		RoleClaim:   c.JWTRoleClaim,
+		RolesClaim:  c.JWTRolesClaim,
+		RoleNames: map[auth.Role]string{
+			auth.RoleAdmin: c.JWTRoleAdmin, auth.RoleReadWrite: c.JWTRoleReadWrite,
+			auth.RoleReadOnly: c.JWTRoleReadOnly, auth.RoleWriteOnly: c.JWTRoleWriteOnly,
+		},
+		TenantClaim: c.JWTTenantClaim,
+		SkipPaths:   c.JWTSkipPaths,
+	}
 }
 
 // Engine names the storage engine this configuration selects.
@@ -96,7 +152,8 @@ type Setting struct {
 	// Usage is the setting's meaning in one line.
 	Usage string
 
-	kind kind
+	kind   kind
+	secret bool // errors never quote the value
 }
 
 // Type names the kind of value the setting takes, for help: int, ms, bytes,
@@ -191,6 +248,77 @@ var settings = []Setting{
 	{Env: "QUEEN_PPROF_ADDR", Flag: "pprof-addr", Unset: "off",
 		Usage: "serve net/http/pprof on this address, e.g. 127.0.0.1:6060",
 		kind:  text("addr", func(c *Config) *string { return &c.PprofAddr })},
+
+	// Authentication, tenants, TLS, CORS.
+	{Env: "JWT_ENABLED", Flag: "jwt-enabled", Default: "false",
+		Usage: "require a JWT (Authorization: Bearer) on every route that is not public",
+		kind:  boolean(func(c *Config) *bool { return &c.JWTEnabled })},
+	{Env: "JWT_ALGORITHM", Flag: "jwt-algorithm", Default: auth.DefaultAlgorithm,
+		Usage: "the algorithm tokens must use: HS256, HS384, HS512, RS256, RS384, RS512, EdDSA, or auto (any the configured keys verify)",
+		kind:  algorithm(func(c *Config) *string { return &c.JWTAlgorithm })},
+	{Env: "JWT_SECRET", Flag: "jwt-secret", Unset: "none",
+		Usage: "HMAC secret of HS* tokens (prefer the variable: flags show in ps)", secret: true,
+		kind: verbatim("string", func(c *Config) *string { return &c.JWTSecret })},
+	{Env: "JWT_PUBLIC_KEY", Flag: "jwt-public-key", Unset: "none",
+		Usage: "public key of RS*/EdDSA tokens: PEM text (\\n for newlines allowed) or the path of a PEM file",
+		kind:  publicKey(func(c *Config) *string { return &c.JWTPublicKey })},
+	{Env: "JWT_JWKS_URL", Flag: "jwt-jwks-url", Unset: "none",
+		Usage: "JWKS endpoint serving the keys of RS*/EdDSA tokens, cached by kid",
+		kind:  httpURL(func(c *Config) *string { return &c.JWTJWKSURL })},
+	{Env: "JWT_JWKS_REFRESH_INTERVAL", Flag: "jwt-jwks-refresh-interval", Default: "3600",
+		Usage: "seconds between JWKS refreshes (an unknown kid also fetches it, at most every 10 s)",
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.JWTJWKSRefresh })},
+	{Env: "JWT_JWKS_TIMEOUT_MS", Flag: "jwt-jwks-timeout-ms", Default: "5000",
+		Usage: "longest JWKS fetch in milliseconds (a request with a new kid waits at most this)",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.JWTJWKSTimeout })},
+	{Env: "JWT_ISSUER", Flag: "jwt-issuer", Unset: "not checked",
+		Usage: "the iss tokens must carry",
+		kind:  text("string", func(c *Config) *string { return &c.JWTIssuer })},
+	{Env: "JWT_AUDIENCE", Flag: "jwt-audience", Unset: "not checked",
+		Usage: "the aud tokens must name (comma-separated: any one of them)",
+		kind:  list("list", nil, func(c *Config) *[]string { return &c.JWTAudience })},
+	{Env: "JWT_CLOCK_SKEW", Flag: "jwt-clock-skew", Default: "30",
+		Usage: "seconds of leeway for a token's exp, nbf and iat",
+		kind:  seconds(0, func(c *Config) *time.Duration { return &c.JWTClockSkew })},
+	{Env: "JWT_SKIP_PATHS", Flag: "jwt-skip-paths", Default: strings.Join(auth.DefaultSkipPaths, ","),
+		Usage: "paths served without authentication: exact, or a prefix when the entry ends in / (none: no path)",
+		kind:  list("paths", skipPath, func(c *Config) *[]string { return &c.JWTSkipPaths })},
+	{Env: "JWT_ROLES_CLAIM", Flag: "jwt-roles-claim", Default: auth.DefaultRoleClaim,
+		Usage: "claim holding one role name",
+		kind:  text("string", func(c *Config) *string { return &c.JWTRoleClaim })},
+	{Env: "JWT_ROLES_ARRAY_CLAIM", Flag: "jwt-roles-array-claim", Default: auth.DefaultRolesClaim,
+		Usage: "claim holding an array of role names",
+		kind:  text("string", func(c *Config) *string { return &c.JWTRolesClaim })},
+	{Env: "JWT_ROLE_ADMIN", Flag: "jwt-role-admin", Default: string(auth.RoleAdmin),
+		Usage: "the admin role's name in tokens",
+		kind:  text("string", func(c *Config) *string { return &c.JWTRoleAdmin })},
+	{Env: "JWT_ROLE_READ_WRITE", Flag: "jwt-role-read-write", Default: string(auth.RoleReadWrite),
+		Usage: "the read-write role's name in tokens",
+		kind:  text("string", func(c *Config) *string { return &c.JWTRoleReadWrite })},
+	{Env: "JWT_ROLE_READ_ONLY", Flag: "jwt-role-read-only", Default: string(auth.RoleReadOnly),
+		Usage: "the read-only role's name in tokens",
+		kind:  text("string", func(c *Config) *string { return &c.JWTRoleReadOnly })},
+	{Env: "JWT_ROLE_WRITE_ONLY", Flag: "jwt-role-write-only", Default: string(auth.RoleWriteOnly),
+		Usage: "the write-only role's name in tokens",
+		kind:  text("string", func(c *Config) *string { return &c.JWTRoleWriteOnly })},
+	{Env: "JWT_TENANT_CLAIM", Flag: "jwt-tenant-claim", Default: auth.DefaultTenantClaim,
+		Usage: "claim holding the token's tenant (a UUID)",
+		kind:  text("string", func(c *Config) *string { return &c.JWTTenantClaim })},
+	{Env: "QUEEN_API_TOKENS", Flag: "api-tokens", Unset: "none",
+		Usage: "static bearer tokens, token:role[:tenant],… (role admin, read-write, read-only or write-only; prefer the variable: flags show in ps)",
+		kind:  apiTokens(func(c *Config) *[]auth.Token { return &c.APITokens }), secret: true},
+	{Env: "QUEEN_TENANCY_ENABLED", Flag: "tenancy-enabled", Default: "false",
+		Usage: "act for the tenant of the token's tenant claim or the x-queen-tenant header; queues are per tenant",
+		kind:  boolean(func(c *Config) *bool { return &c.TenancyEnabled })},
+	{Env: "QUEEN_TLS_CERT", Flag: "tls-cert", Unset: "none (plain HTTP)",
+		Usage: "PEM certificate chain; with --tls-key, serve HTTPS and HTTP/2 (reloaded on SIGHUP and when the files change)",
+		kind:  text("file", func(c *Config) *string { return &c.TLSCertFile })},
+	{Env: "QUEEN_TLS_KEY", Flag: "tls-key", Unset: "none (plain HTTP)",
+		Usage: "PEM private key of --tls-cert",
+		kind:  text("file", func(c *Config) *string { return &c.TLSKeyFile })},
+	{Env: "CORS_ALLOW_ORIGIN", Flag: "cors-allow-origin", Unset: "off (no CORS headers)",
+		Usage: "origins browsers may call from, comma-separated (https://dash.example.com), or *",
+		kind:  list("origins", corsOrigin, func(c *Config) *[]string { return &c.CORSAllowOrigins })},
 }
 
 // Settings returns the settings table, in the order help lists it.
@@ -252,10 +380,17 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 			continue
 		}
 		if err := s.kind.set(c, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
+			if s.secret {
+				errs = append(errs, fmt.Errorf("%s: %w", from, err))
+			} else {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
+			}
 		}
 	}
 	errs = append(errs, refuseUnavailable(getenv)...)
+	if len(errs) == 0 {
+		errs = c.validate()
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -266,6 +401,20 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		c.DatabaseURL = c.pgURL()
 	}
 	return c, nil
+}
+
+// validate checks the settings that only make sense together.
+func (c *Config) validate() []error {
+	var errs []error
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("QUEEN_TLS_CERT and QUEEN_TLS_KEY go together: set both or neither"))
+	}
+	// The verifier names the JWT_* setting at fault (an algorithm without
+	// its key, two roles with one name). Building it fetches nothing.
+	if _, err := auth.New(c.Auth()); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // lookup returns the setting's text and where it came from: "--flag", the
@@ -356,6 +505,119 @@ func parseInt(v string, min, max int64) (int64, error) {
 		return 0, fmt.Errorf("want an integer >= %d", min)
 	}
 	return 0, fmt.Errorf("want an integer from %d to %d", min, max)
+}
+
+// seconds reads a count of seconds into a time.Duration.
+func seconds(min int64, field func(*Config) *time.Duration) kind {
+	return kind{"seconds", func(c *Config, v string) error {
+		n, err := parseInt(v, min, math.MaxInt32)
+		if err != nil {
+			return fmt.Errorf("%w (seconds)", err)
+		}
+		*field(c) = time.Duration(n) * time.Second
+		return nil
+	}}
+}
+
+// list reads comma-separated entries, trimmed, empty ones dropped; the
+// single entry "none" is an empty (not unset) list. check, when set,
+// vets each entry.
+func list(name string, check func(string) error, field func(*Config) *[]string) kind {
+	return kind{name, func(c *Config, v string) error {
+		out := []string{}
+		if strings.TrimSpace(v) == "none" {
+			*field(c) = out
+			return nil
+		}
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e == "" {
+				continue
+			}
+			if check != nil {
+				if err := check(e); err != nil {
+					return err
+				}
+			}
+			out = append(out, e)
+		}
+		*field(c) = out
+		return nil
+	}}
+}
+
+func skipPath(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q is not a path (want /health,/metrics or none)", p)
+	}
+	return nil
+}
+
+// corsOrigin accepts * or an origin as browsers send it: scheme and host,
+// with a port when not the scheme's default, no path.
+func corsOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%q is not an origin (want * or https://host[:port], no path)", o)
+	}
+	return nil
+}
+
+func algorithm(field func(*Config) *string) kind {
+	return kind{"algorithm", func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if !auth.ValidAlgorithm(v) {
+			return errors.New("want HS256, HS384, HS512, RS256, RS384, RS512, EdDSA or auto")
+		}
+		*field(c) = v
+		return nil
+	}}
+}
+
+// publicKey reads PEM text, or the PEM file a path names, and checks it is
+// a key tokens can be verified with.
+func publicKey(field func(*Config) *string) kind {
+	return kind{"pem", func(c *Config, v string) error {
+		text := strings.TrimSpace(v)
+		if !strings.HasPrefix(text, "-----BEGIN") {
+			data, err := os.ReadFile(text)
+			if err != nil {
+				return fmt.Errorf("neither PEM text nor a readable file: %w", err)
+			}
+			text = string(data)
+		}
+		if _, err := auth.ParsePublicKey(text); err != nil {
+			return err
+		}
+		*field(c) = text
+		return nil
+	}}
+}
+
+func httpURL(field func(*Config) *string) kind {
+	return kind{"url", func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("want an http or https URL")
+		}
+		*field(c) = v
+		return nil
+	}}
+}
+
+func apiTokens(field func(*Config) *[]auth.Token) kind {
+	return kind{"tokens", func(c *Config, v string) error {
+		t, err := auth.ParseTokens(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = t
+		return nil
+	}}
 }
 
 func boolean(field func(*Config) *bool) kind {

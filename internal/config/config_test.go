@@ -1,13 +1,20 @@
 package config
 
 import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/logging"
 )
 
@@ -145,8 +152,12 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		HTTPReadHeaderTimeout: 10 * time.Second, HTTPReadTimeout: 10 * time.Second, HTTPWriteTimeout: 30 * time.Second,
 		MaxBodyBytes: 64 << 20,
 		LogFormat:    logging.FormatText, LogLevel: slog.LevelInfo,
+		JWTAlgorithm: "HS256", JWTClockSkew: 30 * time.Second, JWTJWKSRefresh: time.Hour, JWTJWKSTimeout: 5 * time.Second,
+		JWTSkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/"},
+		JWTRoleClaim: "role", JWTRolesClaim: "roles", JWTTenantClaim: "tenant",
+		JWTRoleAdmin: "admin", JWTRoleReadWrite: "read-write", JWTRoleReadOnly: "read-only", JWTRoleWriteOnly: "write-only",
 	}
-	if *c != want {
+	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", *c, want)
 	}
 }
@@ -173,23 +184,10 @@ func TestPGPasswordKeepsItsSpaces(t *testing.T) {
 }
 
 func TestUnavailableSettingsStopStartUp(t *testing.T) {
-	_, err := FromEnv(env(map[string]string{"JWT_ENABLED": "true"}))
-	const want = "JWT_ENABLED=true: JWT authentication is not available in this version yet; unset JWT_ENABLED"
+	_, err := FromEnv(env(map[string]string{"QUEEN_ENCRYPTION_KEY": "0123abcd"}))
+	const want = "QUEEN_ENCRYPTION_KEY is set: payload encryption is not available in this version yet; unset QUEEN_ENCRYPTION_KEY"
 	if err == nil || err.Error() != want {
-		t.Fatalf("JWT_ENABLED=true: error %v, want %q", err, want)
-	}
-	for _, off := range []string{"false", "0", ""} {
-		if _, err := FromEnv(env(map[string]string{"JWT_ENABLED": off, "QUEEN_TENANCY_ENABLED": off})); err != nil {
-			t.Errorf("switched off with %q, still refused: %v", off, err)
-		}
-	}
-	if _, err := FromEnv(env(map[string]string{"JWT_ENABLED": "yes"})); err == nil {
-		t.Error("JWT_ENABLED=yes taken for off")
-	}
-	_, err = FromEnv(env(map[string]string{"QUEEN_ENCRYPTION_KEY": "0123abcd", "QUEEN_API_TOKENS": "tok-s3cret"}))
-	if err == nil || !strings.Contains(err.Error(), "QUEEN_ENCRYPTION_KEY is set: payload encryption") ||
-		strings.Contains(err.Error(), "0123abcd") || strings.Contains(err.Error(), "tok-s3cret") {
-		t.Fatalf("secrets: error %v", err)
+		t.Fatalf("QUEEN_ENCRYPTION_KEY: error %v, want %q", err, want)
 	}
 	for _, u := range unavailable {
 		if _, err := FromEnv(env(map[string]string{u.env: "true"})); err == nil || !strings.Contains(err.Error(), "unset "+u.env) {
@@ -230,5 +228,77 @@ func TestSettingsTable(t *testing.T) {
 		if seen[u.env] {
 			t.Errorf("%s is both a setting and unavailable", u.env)
 		}
+	}
+}
+
+func TestAuthSettings(t *testing.T) {
+	pemFile := filepath.Join(t.TempDir(), "key.pem")
+	_, edPriv, _ := ed25519.GenerateKey(nil)
+	der, _ := x509.MarshalPKIXPublicKey(edPriv.Public())
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	if err := os.WriteFile(pemFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := FromEnv(env(map[string]string{
+		"JWT_ENABLED": "true", "JWT_ALGORITHM": "auto", "JWT_SECRET": " s3cret ", "JWT_PUBLIC_KEY": pemFile,
+		"JWT_JWKS_URL": "https://idp.example.com/jwks", "JWT_JWKS_REFRESH_INTERVAL": "60", "JWT_JWKS_TIMEOUT_MS": "750",
+		"JWT_ISSUER": "https://idp.example.com/", "JWT_AUDIENCE": "queen, queen-dev", "JWT_CLOCK_SKEW": "0",
+		"JWT_SKIP_PATHS": "none", "JWT_ROLES_CLAIM": "r", "JWT_ROLES_ARRAY_CLAIM": "rs", "JWT_ROLE_ADMIN": "boss",
+		"JWT_TENANT_CLAIM": "org", "QUEEN_TENANCY_ENABLED": "true",
+		"QUEEN_API_TOKENS":  "tok-1:admin,tok-2:write-only:0192f0a0-aaaa-7000-8000-00000000000a",
+		"CORS_ALLOW_ORIGIN": "https://dash.example.com, http://localhost:5173",
+		"QUEEN_TLS_CERT":    "/etc/queen/cert.pem", "QUEEN_TLS_KEY": "/etc/queen/key.pem",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Auth()
+	if !a.JWTEnabled || a.Algorithm != "auto" || a.Secret != " s3cret " || a.PublicKey != string(keyPEM) ||
+		a.JWKSURL != "https://idp.example.com/jwks" || a.JWKSRefresh != time.Minute || a.JWKSTimeout != 750*time.Millisecond ||
+		a.Issuer != "https://idp.example.com/" || !reflect.DeepEqual(a.Audience, []string{"queen", "queen-dev"}) ||
+		a.ClockSkew >= 0 || len(a.SkipPaths) != 0 || a.SkipPaths == nil || a.RoleClaim != "r" || a.RolesClaim != "rs" ||
+		a.RoleNames[auth.RoleAdmin] != "boss" || a.RoleNames[auth.RoleReadOnly] != "read-only" || a.TenantClaim != "org" ||
+		len(a.Tokens) != 2 || a.Tokens[1].Tenant != "0192f0a0-aaaa-7000-8000-00000000000a" {
+		t.Fatalf("auth config: %+v", a)
+	}
+	if !c.TenancyEnabled || !reflect.DeepEqual(c.CORSAllowOrigins, []string{"https://dash.example.com", "http://localhost:5173"}) ||
+		c.TLSCertFile != "/etc/queen/cert.pem" || c.TLSKeyFile != "/etc/queen/key.pem" {
+		t.Fatalf("config: %+v", c)
+	}
+	if _, err := auth.New(a); err != nil {
+		t.Fatalf("the verifier refuses the loaded settings: %v", err)
+	}
+}
+
+func TestBadAuthSettingsNameTheVariable(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"JWT_ENABLED": "true"}, "JWT_ALGORITHM=HS256 needs JWT_SECRET"},
+		{map[string]string{"JWT_ENABLED": "true", "JWT_ALGORITHM": "RS256", "JWT_SECRET": "x"}, "needs JWT_PUBLIC_KEY or JWT_JWKS_URL"},
+		{map[string]string{"JWT_ALGORITHM": "PS256"}, `JWT_ALGORITHM="PS256": want HS256`},
+		{map[string]string{"JWT_PUBLIC_KEY": "/no/such/file.pem"}, "JWT_PUBLIC_KEY="},
+		{map[string]string{"JWT_PUBLIC_KEY": "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----"}, "JWT_PUBLIC_KEY="},
+		{map[string]string{"JWT_JWKS_URL": "idp.example.com/jwks"}, "JWT_JWKS_URL=\"idp.example.com/jwks\": want an http or https URL"},
+		{map[string]string{"JWT_SKIP_PATHS": "/health,metrics"}, `"metrics" is not a path`},
+		{map[string]string{"JWT_CLOCK_SKEW": "-1"}, "JWT_CLOCK_SKEW=\"-1\": want an integer >= 0 (seconds)"},
+		{map[string]string{"QUEEN_TLS_CERT": "cert.pem"}, "QUEEN_TLS_CERT and QUEEN_TLS_KEY go together"},
+		{map[string]string{"CORS_ALLOW_ORIGIN": "https://dash.example.com/app"}, "is not an origin"},
+		{map[string]string{"QUEEN_TENANCY_ENABLED": "maybe"}, "QUEEN_TENANCY_ENABLED=\"maybe\": want true or false"},
+		{map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "x", "JWT_ROLE_ADMIN": "read-only"}, "both named"},
+	} {
+		_, err := FromEnv(env(tc.env))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.env, err, tc.want)
+		}
+	}
+	_, err := FromEnv(env(map[string]string{"QUEEN_API_TOKENS": "tok-s3cret:superuser", "JWT_SECRET": "also-s3cret"}))
+	if err == nil || !strings.Contains(err.Error(), "QUEEN_API_TOKENS: entry 1: want token:role") ||
+		strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("bad QUEEN_API_TOKENS: error %v; want it named, the token never quoted", err)
+	}
+	if _, err := FromEnv(env(map[string]string{"CORS_ALLOW_ORIGIN": "*"})); err != nil {
+		t.Fatalf("CORS_ALLOW_ORIGIN=*: %v", err)
 	}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // unavailable lists Queen settings whose feature this version does not have
-// yet. Start-up refuses them: a broker asked for authentication, encryption
-// or TLS must not quietly run without it. Remove a row when its feature
+// yet. Start-up refuses them: a broker asked for encryption must not quietly
+// run without it. Remove a row when its feature
 // lands (and add its setting to the table in config.go).
 var unavailable = []struct {
 	env     string
@@ -17,13 +17,7 @@ var unavailable = []struct {
 	onlyOn  bool   // refused only when switched on (a boolean), else whenever set
 	secret  bool   // never echo the value
 }{
-	{env: "JWT_ENABLED", feature: "JWT authentication", onlyOn: true},
 	{env: "QUEEN_ENCRYPTION_KEY", feature: "payload encryption", secret: true},
-	{env: "QUEEN_TENANCY_ENABLED", feature: "multi-tenancy", onlyOn: true},
-	{env: "QUEEN_API_TOKENS", feature: "API token authentication", secret: true},
-	{env: "QUEEN_TLS_CERT", feature: "TLS", hint: "terminate TLS in a proxy in front of the broker"},
-	{env: "QUEEN_TLS_KEY", feature: "TLS", hint: "terminate TLS in a proxy in front of the broker"},
-	{env: "CORS_ALLOW_ORIGIN", feature: "CORS", hint: "add CORS headers in a proxy in front of the broker"},
 }
 
 // Unavailable lists, for help, the settings start-up refuses because this

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/metrics"
@@ -66,17 +67,38 @@ type Config struct {
 	// WriteTimeout bounds writing an answer, counted from the request's
 	// start; a long poll gets its wait on top. 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+
+	// Auth verifies bearer tokens on every route that is not public; nil,
+	// or a verifier that is not Enabled, leaves every route open.
+	Auth *auth.Verifier
+	// CORSAllowOrigins turns CORS on (CORS_ALLOW_ORIGIN): the origins
+	// browsers may call from, exactly as they send them, or "*" for any.
+	// Empty: no CORS headers, and OPTIONS is an unknown route.
+	CORSAllowOrigins []string
+	// Exposed reports whether the API is served without authentication on
+	// an address other hosts can reach; /health then says "auth":"none".
+	// nil means never.
+	Exposed func() bool
+	// TenancyEnabled makes every tenant-scoped route act for the request's
+	// tenant (QUEEN_TENANCY_ENABLED): the token's tenant claim, else the
+	// x-queen-tenant header, else 400. Off, every request acts for the
+	// default tenant and the header is only checked for form.
+	TenancyEnabled bool
 }
 
 type api struct {
+	auth         *auth.Verifier // nil: authentication off
 	broker       *broker.Broker
 	control      *control.Control
+	cors         *cors // nil: CORS off
+	exposed      func() bool
 	log          *slog.Logger
 	maxBody      int64
 	metrics      *metrics.Metrics
 	minRate      int64
 	prom         http.Handler // the registry in the Prometheus text format
 	readTimeout  time.Duration
+	tenancy      bool
 	version      string
 	writeTimeout time.Duration
 }
@@ -93,11 +115,20 @@ func newAPI(cfg Config) *api {
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
 		metrics: cfg.Metrics,
+		tenancy: cfg.TenancyEnabled,
 		version: cfg.Version,
+		cors:    newCORS(cfg.CORSAllowOrigins),
+		exposed: cfg.Exposed,
 
 		minRate:      cmp.Or(cfg.BodyMinRate, DefaultBodyMinRate),
 		readTimeout:  cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
 		writeTimeout: cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+	}
+	if cfg.Auth.Enabled() {
+		a.auth = cfg.Auth
+	}
+	if a.exposed == nil {
+		a.exposed = func() bool { return false }
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -112,7 +143,14 @@ func newAPI(cfg Config) *api {
 	return a
 }
 
-// caller is who the request acts for: without authentication and tenancy,
-// the default tenant and no subject. It is the one place that will read them
-// from the request context once auth and tenancy exist.
-func caller(r *http.Request) broker.Caller { return broker.Caller{} }
+// caller is who the request acts for: the token's subject (stamped on pushed
+// messages as producerSub, never taken from the body) and the resolved
+// tenant, as the adapter admitted them. Without authentication the subject
+// is ""; without tenancy, and on process-wide routes, the tenant is "" (the
+// default one). It is the one place handlers learn either.
+func caller(r *http.Request) broker.Caller {
+	if e, ok := r.Context().Value(exchangeKey{}).(*exchange); ok {
+		return e.caller
+	}
+	return broker.Caller{}
+}

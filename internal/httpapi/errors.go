@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -55,9 +56,13 @@ func errorStatus(err error, requestID string) (status int, msg string) {
 	var he *httpError
 	var invalid *broker.InvalidError
 	var tooBig *http.MaxBytesError
+	var denied *auth.Error
 	switch {
 	case errors.As(err, &he):
 		return he.status, he.msg
+	case errors.As(err, &denied):
+		// One of Queen's fixed texts; what failed goes to the log.
+		return http.StatusUnauthorized, denied.Message()
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"request body too large: the limit is %d bytes (QUEEN_MAX_BODY_BYTES)", tooBig.Limit)
@@ -96,6 +101,9 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err e
 		writeJSON(w, status, txJSON{TransactionID: broker.NewTransactionID(), Error: &msg, Results: []txItemJSON{}})
 		return
 	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="queen"`)
+	}
 	if status == http.StatusRequestTimeout {
 		// The rest of a trickled body is not worth reading: drop the
 		// connection after the answer.
@@ -112,9 +120,12 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err e
 // errorLogLevel is the level an answered error is logged at; false when the
 // client's text says it all. A 500 is an error, or debug when the client has
 // gone away and will not read it; a 503 is a warning; a value the database
-// refused is info.
+// refused is info; a 401 is debug (its fixed text hides what failed, the log
+// says it, and a scan of bad tokens must not flood the log).
 func errorLogLevel(ctx context.Context, status int, msg string) (slog.Level, bool) {
 	switch {
+	case status == http.StatusUnauthorized:
+		return slog.LevelDebug, true
 	case status == http.StatusInternalServerError && ctx.Err() != nil:
 		return slog.LevelDebug, true
 	case status == http.StatusInternalServerError:

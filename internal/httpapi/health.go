@@ -15,13 +15,20 @@ type healthJSON struct {
 	Database string `json:"database"`
 	Engine   string `json:"engine"`
 	Version  string `json:"version"`
+	// Auth is "none" only when the API is served without authentication
+	// on an address other hosts can reach, so that a probe or an audit
+	// sees it; absent otherwise.
+	Auth string `json:"auth,omitempty"`
 }
 
 // health answers 200 when the database answers a ping, 503 otherwise.
 func (a *api) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 	defer cancel()
-	out, code := healthJSON{"healthy", "connected", a.broker.Engine(), a.version}, http.StatusOK
+	out, code := healthJSON{Status: "healthy", Database: "connected", Engine: a.broker.Engine(), Version: a.version}, http.StatusOK
+	if a.auth == nil && a.exposed() {
+		out.Auth = "none"
+	}
 	if err := a.broker.Health(ctx); err != nil {
 		out.Status, out.Database, code = "unhealthy", "disconnected", http.StatusServiceUnavailable
 	}

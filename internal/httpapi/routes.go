@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/queen-go/queen/internal/auth"
 )
 
 // Access is the level a route requires. The levels are a role set, not a
@@ -30,14 +32,14 @@ const (
 
 // Role is a role a token carries (the JWT role names, before any renaming
 // by configuration).
-type Role string
+type Role = auth.Role
 
 // The four roles.
 const (
-	RoleAdmin     Role = "admin"
-	RoleReadOnly  Role = "read-only"
-	RoleReadWrite Role = "read-write"
-	RoleWriteOnly Role = "write-only"
+	RoleAdmin     = auth.RoleAdmin
+	RoleReadOnly  = auth.RoleReadOnly
+	RoleReadWrite = auth.RoleReadWrite
+	RoleWriteOnly = auth.RoleWriteOnly
 )
 
 // String returns the level's name: public, read, write-only, read-write or
@@ -77,17 +79,49 @@ func (a Access) Roles() []Role {
 // Admits reports whether a token carrying roles may call a route of this
 // level.
 func (a Access) Admits(roles ...Role) bool {
+	return a.admits(auth.SetOf(roles...))
+}
+
+// admits is Admits for a role set: one AND.
+func (a Access) admits(roles auth.RoleSet) bool {
 	if a == AccessPublic {
 		return true
 	}
-	for _, want := range a.Roles() {
-		for _, have := range roles {
-			if have == want {
-				return true
-			}
-		}
+	return int(a) < len(accessRoles) && roles&accessRoles[a] != 0
+}
+
+// accessRoles holds, per level, the set of roles that satisfy it.
+var accessRoles = func() (t [AccessAdmin + 1]auth.RoleSet) {
+	for a := range t {
+		t[a] = auth.SetOf(Access(a).Roles()...)
 	}
-	return false
+	return t
+}()
+
+// Scope says whether a route acts for a tenant.
+type Scope uint8
+
+// The two scopes.
+const (
+	// ScopeTenant routes act for the request's tenant (from the token's
+	// tenant claim or the x-queen-tenant header; the default tenant while
+	// tenancy is off) and see only that tenant's queues. It is the zero
+	// value, so that a route that declares nothing fails closed: with
+	// tenancy on it needs a tenant.
+	ScopeTenant Scope = iota
+	// ScopeProcess routes act on the broker process or the whole cell
+	// (probes, metrics, maintenance modes, the spool): they resolve no
+	// tenant and never read the x-queen-tenant header. Their rows say so
+	// with processWide().
+	ScopeProcess
+)
+
+// String returns the scope's name: tenant or process.
+func (s Scope) String() string {
+	if s == ScopeProcess {
+		return "process"
+	}
+	return "tenant"
 }
 
 // RouteInfo describes one route of the API.
@@ -102,6 +136,9 @@ type RouteInfo struct {
 	// Pattern is the path as a net/http ServeMux pattern, e.g.
 	// /api/v1/lease/{leaseId}/extend.
 	Pattern string
+	// Scope says whether the route acts for a tenant; tenant-scoped unless
+	// the row says processWide().
+	Scope Scope
 }
 
 // handlerFunc handles one request. It either writes the whole answer and
@@ -118,9 +155,16 @@ type route struct {
 // with the wrong method included, in metrics and access logs.
 const noSuchRouteName = "no_such_route"
 
-// r builds one row of the route table.
+// r builds one row of the route table, tenant-scoped.
 func r(access Access, method, pattern, name string, h handlerFunc) route {
 	return route{RouteInfo{Access: access, Method: method, Name: name, Pattern: pattern}, h}
+}
+
+// processWide marks a row as acting on the broker process or the whole
+// cell rather than for a tenant (see ScopeProcess).
+func (rt route) processWide() route {
+	rt.Scope = ScopeProcess
+	return rt
 }
 
 // routes is the route table: one row per method and pattern, in groups. A
@@ -132,18 +176,20 @@ func (a *api) routes() []route {
 		a.messageRoutes(),
 		a.queueRoutes(),
 		a.maintenanceRoutes(),
+		a.probeRoutes(),
+		a.identityRoutes(),
 	)
 }
 
 // operationRoutes serve probes, metrics and the API's own description.
 func (a *api) operationRoutes() []route {
 	return []route{
-		r(AccessPublic, "GET", "/health", "health", a.health),
-		r(AccessPublic, "GET", "/ready", "ready", a.ready),
-		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON),
-		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus),
-		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi),
-		r(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", a.buffers),
+		r(AccessPublic, "GET", "/health", "health", a.health).processWide(),
+		r(AccessPublic, "GET", "/ready", "ready", a.ready).processWide(),
+		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON).processWide(),
+		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus).processWide(),
+		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi).processWide(),
+		r(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", a.buffers).processWide(),
 	}
 }
 
@@ -172,10 +218,10 @@ func (a *api) queueRoutes() []route {
 // maintenanceRoutes switch the maintenance modes.
 func (a *api) maintenanceRoutes() []route {
 	return []route{
-		r(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", a.getMaintenance),
-		r(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", a.setMaintenance),
-		r(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", a.getPopMaintenance),
-		r(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", a.setPopMaintenance),
+		r(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", a.getMaintenance).processWide(),
+		r(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", a.setMaintenance).processWide(),
+		r(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", a.getPopMaintenance).processWide(),
+		r(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", a.setPopMaintenance).processWide(),
 	}
 }
 
@@ -198,10 +244,21 @@ func (a *api) router() http.Handler {
 	for _, rt := range a.routes() {
 		mux.Handle(rt.Method+" "+rt.Pattern, a.serve(rt))
 	}
-	fallback := a.serve(route{RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName}, noSuchRoute})
+	// Anything the table does not know needs read-write access, like
+	// Queen's: without it a client learns nothing of what exists.
+	unknown := RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName, Scope: ScopeProcess}
+	fallback := a.serve(route{unknown, noSuchRoute})
 	mux.Handle("/", fallback)
-	dotted := a.serve(route{RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName}, dottedPath})
+	dotted := a.serve(route{unknown, dottedPath})
+	var preflight http.Handler
+	if a.cors != nil {
+		preflight = a.serve(route{RouteInfo{Access: AccessPublic, Name: corsPreflightName, Scope: ScopeProcess}, a.cors.preflight})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.cors != nil && a.cors.handle(w, r) {
+			preflight.ServeHTTP(w, r)
+			return
+		}
 		// ServeMux answers a path that is not clean (a "." or ".." segment,
 		// a double slash) with a redirect to its cleaned form, which for
 		// /api/v1/pop/queue/.. is another route. Names are never "." or

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -96,5 +97,57 @@ func TestAccessIsARoleSet(t *testing.T) {
 	}
 	if !AccessReadWrite.Admits(RoleWriteOnly, RoleReadWrite) {
 		t.Error("read-write does not admit a token with write-only and read-write")
+	}
+}
+
+// TestRouteScope: every /api/v1 (and /streams/v1) route acts for a tenant,
+// except the process-level ones the contract leaves unscoped (maintenance
+// and the rest of system/*, migration, the spool's status, process and
+// database metrics, the stats refresh, this API's description); every
+// route outside those prefixes is process-wide. A route added without
+// processWide() is tenant-scoped, which this test accepts for API routes
+// and refuses for the process-level ones.
+func TestRouteScope(t *testing.T) {
+	processLevel := []string{
+		"/api/v1/system/", "/api/v1/migration", "/api/v1/status/buffers", "/api/v1/analytics/system-metrics",
+		"/api/v1/analytics/worker-metrics", "/api/v1/analytics/postgres-stats", "/api/v1/stats/refresh",
+		"/api/v1/openapi.json",
+	}
+	for _, rt := range Routes() {
+		want := ScopeProcess
+		if strings.HasPrefix(rt.Pattern, "/api/v1/") || strings.HasPrefix(rt.Pattern, "/streams/v1/") {
+			want = ScopeTenant
+			for _, p := range processLevel {
+				if strings.HasPrefix(rt.Pattern, p) {
+					want = ScopeProcess
+				}
+			}
+		}
+		if rt.Scope != want {
+			t.Errorf("%s %s: scope %v, want %v", rt.Method, rt.Pattern, rt.Scope, want)
+		}
+	}
+}
+
+func TestBearer(t *testing.T) {
+	for header, want := range map[string]string{
+		"":                 "",
+		"Bearer":           "",
+		"Bearer   ":        "",
+		"Bearer abc":       "abc",
+		"bearer abc":       "abc",
+		"BEARER\tabc ":     "abc",
+		"abc":              "abc",
+		"  abc  ":          "abc",
+		"Bearerabc":        "Bearerabc",
+		"Basic dXNlcjpwdw": "Basic dXNlcjpwdw",
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if header != "" {
+			r.Header.Set("Authorization", strings.ReplaceAll(header, "\\t", "\t"))
+		}
+		if got := bearer(r); got != want {
+			t.Errorf("Authorization %q: token %q, want %q", header, got, want)
+		}
 	}
 }

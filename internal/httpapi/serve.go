@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/internal/broker"
 )
 
 // requestIDHeader carries a request's id both ways. The key is in canonical
@@ -23,6 +25,7 @@ const maxRequestIDLen = 128
 type exchange struct {
 	http.ResponseWriter
 	bytes    int64
+	caller   broker.Caller // who the request acts for, set by admit
 	id       string
 	idHeader [1]string // backs the X-Request-Id header value
 	status   int
@@ -79,11 +82,16 @@ func validRequestID(s string) bool {
 	return true
 }
 
-// serve adapts a route's handler to net/http: it sets the request id, caps
-// the body, runs the handler, answers the error it returns, and counts the
-// request under the route's name. Its cost is per request, never per item.
+// serve adapts a route's handler to net/http: it sets the request id,
+// admits the caller (authentication, access level, tenant), caps the body,
+// runs the handler, answers the error it returns, and counts the request
+// under the route's name. Its cost is per request, never per item.
 func (a *api) serve(rt route) http.Handler {
 	name := rt.Name
+	// Decided once per route: with authentication off, a process-wide route
+	// pays nothing for access control, and a tenant-scoped one one header
+	// lookup.
+	guarded := (a.auth != nil && rt.Access != AccessPublic) || rt.Scope == ScopeTenant
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		e := &exchange{ResponseWriter: w, id: requestID(r)}
@@ -94,7 +102,13 @@ func (a *api) serve(rt route) http.Handler {
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(start.Add(a.writeTimeout))
 		var err error
+		if guarded {
+			err = a.admit(e, r, &rt.RouteInfo)
+		}
 		switch {
+		case err != nil:
+			// Refused before anything else: an unauthenticated client
+			// learns nothing of the route.
 		case r.Method == http.MethodHead && rt.Access != AccessPublic:
 			// ServeMux lets HEAD match a GET route; a HEAD must never
 			// pop, so only public routes answer it.

@@ -8,16 +8,20 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 
+	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/httpapi"
@@ -59,11 +63,30 @@ type Config struct {
 	SpoolDir string
 	// Version is reported by /health.
 	Version string
+
+	// Access control and transport security.
+
+	// Auth configures authentication (JWT_*, QUEEN_API_TOKENS); the zero
+	// value leaves every route open.
+	Auth auth.Config
+	// CORSAllowOrigins turns CORS on for these origins ("*" for any).
+	CORSAllowOrigins []string
+	// TenancyEnabled makes tenant-scoped routes act for the request's
+	// tenant (QUEEN_TENANCY_ENABLED).
+	TenancyEnabled bool
+	// TLSCertFile and TLSKeyFile, both set, serve HTTPS (and HTTP/2) with
+	// this PEM certificate chain and key. The pair is loaded again on
+	// ReloadTLS and when either file changes.
+	TLSCertFile string
+	TLSKeyFile  string
 }
 
 // Server is a broker served over HTTP.
 type Server struct {
+	authOn   bool // authentication is configured
 	broker   *broker.Broker
+	certs    *certReloader // nil without TLS
+	exposed  atomic.Bool   // served without authentication beyond loopback
 	http     *http.Server
 	log      *slog.Logger
 	maxConns int
@@ -85,11 +108,27 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	// Settings that can be wrong first, before anything is opened.
+	acfg := cfg.Auth
+	if acfg.Logger == nil {
+		acfg.Logger = log
+	}
+	verifier, err := auth.New(acfg)
+	if err != nil {
+		return nil, err
+	}
+	var certs *certReloader
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		if certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, log); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{authOn: verifier.Enabled(), certs: certs}
+
 	m := metrics.New(reg)
 	bcfg := broker.Config{Logger: log, Metrics: m}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
-		var err error
 		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
 			return nil, err
 		}
@@ -102,12 +141,15 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		bcfg.Spool = sp
 		m.WatchSpool(sp.Pending, sp.DeadLettered)
 	}
+
 	b := broker.New(st, bcfg)
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
+		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
+		Exposed: s.exposed.Load,
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
@@ -115,19 +157,21 @@ func New(cfg Config, st store.Store) (*Server, error) {
 			log.Error("notification listener stopped", "err", err)
 		}
 	})
-	s := &Server{
-		broker:   b,
-		log:      log,
-		spool:    sp,
-		services: service.NewSupervisor(log, append(b.Services(), listener)...),
-		maxConns: cmp.Or(cfg.MaxConnections, DefaultMaxConnections),
-		http: &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-			IdleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
-			MaxHeaderBytes:    cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		},
+	s.broker = b
+	s.log = log
+	s.spool = sp
+	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), []service.Service{listener})...)
+	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
+	s.http = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		IdleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if certs != nil {
+		// HTTP/2 comes with ServeTLS, which offers h2 by ALPN.
+		s.http.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate}
 	}
 	return s, nil
 }
@@ -142,19 +186,53 @@ func (s *Server) Start(ctx context.Context) error {
 // Broker returns the server's broker, for drivers that deliver wake-ups.
 func (s *Server) Broker() *broker.Broker { return s.broker }
 
-// Serve answers requests on ln until Shutdown. It returns nil after a
-// graceful shutdown.
+// TLS reports whether the server serves HTTPS.
+func (s *Server) TLS() bool { return s.certs != nil }
+
+// ReloadTLS loads the certificate and key files again (cmd/queen calls it
+// on SIGHUP); on failure the server keeps the pair it has. Without TLS it
+// does nothing.
+func (s *Server) ReloadTLS() error {
+	if s.certs == nil {
+		return nil
+	}
+	return s.certs.reload()
+}
+
+// Serve answers requests on ln until Shutdown, over TLS when configured. It
+// returns nil after a graceful shutdown. Without authentication it logs a
+// warning that every route is open, and when ln is reachable from other
+// hosts /health says so too ("auth":"none").
 func (s *Server) Serve(ln net.Listener) error {
 	if err := s.Start(context.Background()); err != nil {
 		return err
 	}
+	if !s.authOn {
+		exposed := !isLoopback(ln.Addr())
+		s.exposed.Store(exposed)
+		s.log.Warn("authentication is off: every route is open to anyone who can connect; "+
+			"set JWT_ENABLED or QUEEN_API_TOKENS", "addr", ln.Addr().String(), "beyondLoopback", exposed)
+	}
 	// At the cap, further connections wait in the listen backlog until one
 	// closes, instead of costing a goroutine and a descriptor each.
-	err := s.http.Serve(netutil.LimitListener(ln, s.maxConns))
+	limited := netutil.LimitListener(ln, s.maxConns)
+	var err error
+	if s.certs != nil {
+		err = s.http.ServeTLS(limited, "", "")
+	} else {
+		err = s.http.Serve(limited)
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// isLoopback reports whether addr accepts connections from this host only.
+// An unspecified address (0.0.0.0, ::) listens on every interface.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // Shutdown stops accepting connections, answers waiting long-polls with 204,

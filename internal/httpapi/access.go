@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/internal/auth"
+)
+
+// The headers access control reads; the keys are in canonical form, so the
+// header map is read directly.
+const (
+	authorizationHeader = "Authorization"
+	tenantHeader        = "X-Queen-Tenant"
+)
+
+// The answers of access control besides auth's 401s.
+var (
+	errForbidden         = &httpError{status: http.StatusForbidden, msg: "Insufficient permissions"}
+	errTenantMismatch    = &httpError{status: http.StatusForbidden, msg: "tenant mismatch"}
+	errTenantClaim       = &httpError{status: http.StatusForbidden, msg: "invalid tenant claim (must be a UUID)"}
+	errTenantRequired    = &httpError{status: http.StatusBadRequest, msg: "tenant required"}
+	errTenantHeaderValue = &httpError{status: http.StatusBadRequest, msg: "invalid x-queen-tenant header (must be a UUID)"}
+)
+
+// admit decides whether the request may reach rt and who it acts for, in
+// the contract's order: authentication off, a path in JWT_SKIP_PATHS or a
+// public route let it through with no identity; otherwise a missing or
+// invalid token is a 401 and a token without a role of the route's level a
+// 403. A tenant-scoped route then resolves the tenant. What it learns goes
+// into e.caller, which caller(r) returns to handlers.
+func (a *api) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
+	var id auth.Identity
+	if a.auth != nil && rt.Access != AccessPublic && !a.auth.Skips(r.URL.Path) {
+		token := bearer(r)
+		if token == "" {
+			return auth.ErrMissing
+		}
+		var err error
+		if id, err = a.auth.Verify(r.Context(), token); err != nil {
+			return err
+		}
+		if !rt.Access.admits(id.Roles) {
+			return errForbidden
+		}
+		e.caller.Subject = id.Subject
+	}
+	if rt.Scope == ScopeTenant {
+		tenant, err := a.tenant(r, &id)
+		if err != nil {
+			return err
+		}
+		e.caller.Tenant = tenant
+	}
+	return nil
+}
+
+// bearer returns the request's token: the Authorization header's value
+// after a "Bearer " prefix in any case, or the whole value, since Queen
+// accepts a bare token too. "" when there is none.
+func bearer(r *http.Request) string {
+	v := r.Header[authorizationHeader]
+	if len(v) == 0 {
+		return ""
+	}
+	h := strings.TrimSpace(v[0])
+	if len(h) >= 6 && strings.EqualFold(h[:6], "Bearer") && (len(h) == 6 || h[6] == ' ' || h[6] == '\t') {
+		return strings.TrimSpace(h[6:])
+	}
+	return h
+}
+
+// tenant resolves the tenant a tenant-scoped request acts for. The
+// x-queen-tenant header must be a UUID whether tenancy is on or not. With
+// tenancy off the answer is "" (the default tenant). With it on: the
+// token's tenant, else the header's, else 400; a token and a header that
+// name different tenants are a 403.
+func (a *api) tenant(r *http.Request, id *auth.Identity) (string, error) {
+	var header string
+	if v := r.Header[tenantHeader]; len(v) > 0 {
+		if s := strings.TrimSpace(v[0]); s != "" {
+			u, err := uuid.Parse(s)
+			if err != nil {
+				return "", errTenantHeaderValue
+			}
+			header = u.String()
+		}
+	}
+	if !a.tenancy {
+		return "", nil
+	}
+	switch {
+	case id.TenantInvalid:
+		return "", errTenantClaim
+	case id.Tenant != "" && header != "" && id.Tenant != header:
+		return "", errTenantMismatch
+	case id.Tenant != "":
+		return id.Tenant, nil
+	case header != "":
+		return header, nil
+	}
+	return "", errTenantRequired
+}
