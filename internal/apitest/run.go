@@ -27,9 +27,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Transaction", s.testTransaction},
 		{"Configure", s.testConfigure},
 		{"Maintenance", s.testMaintenance},
+		{"Resources", s.testResources},
+		{"GroupAdmin", s.testGroupAdmin},
 		{"BadInput", s.testBadInput},
 		{"Auth", s.testAuth},
 		{"LongPoll", s.testLongPoll},
+		{"SeekWake", s.testSeekWake},
 		{"Concurrency", s.testConcurrency},
 	}
 	for _, topic := range topics {

@@ -33,6 +33,8 @@ type Control struct {
 	log   *slog.Logger
 	now   func() time.Time
 	wake  func(keys ...string)
+
+	clearing clearing // the background purge of cleared messages
 }
 
 // New returns the control plane over st.

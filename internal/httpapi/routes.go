@@ -175,6 +175,8 @@ func (a *api) routes() []route {
 		a.operationRoutes(),
 		a.messageRoutes(),
 		a.queueRoutes(),
+		a.resourceRoutes(),
+		a.consumerGroupRoutes(),
 		a.maintenanceRoutes(),
 		a.probeRoutes(),
 		a.identityRoutes(),

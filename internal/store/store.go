@@ -49,6 +49,7 @@ var (
 // methods are safe for concurrent use.
 type Store interface {
 	EngineStore
+	GroupStore
 	LaneStore
 	MessageStore
 	QueueStore

@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Queue", func(t *testing.T) { runQueue(t, newStore) })
 	t.Run("Settings", func(t *testing.T) { runSettings(t, newStore) })
 	t.Run("Tenancy", func(t *testing.T) { runTenancy(t, newStore) })
+	t.Run("Inspect", func(t *testing.T) { runInspect(t, newStore) })
+	t.Run("Groups", func(t *testing.T) { runGroups(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 }
 
