@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -34,7 +35,7 @@ type Control struct {
 	now   func() time.Time
 	wake  func(keys ...string)
 
-	clearing clearing // the background purge of cleared messages
+	clearPurge *service.Loop // frees the rows of cleared messages
 }
 
 // New returns the control plane over st.
@@ -50,8 +51,14 @@ func New(st store.Store, cfg Config) *Control {
 	if c.wake == nil {
 		c.wake = func(...string) {}
 	}
+	c.clearPurge = service.NewLoop("clear-purge", clearPurgeEvery,
+		service.Exclusive(st, "clear-purge", c.log, c.purgeCleared))
 	return c
 }
+
+// Services returns the control plane's background work, to be started and
+// stopped by the caller's supervisor: freeing the rows of cleared messages.
+func (c *Control) Services() []service.Service { return []service.Service{c.clearPurge} }
 
 // Engine names the storage engine.
 func (c *Control) Engine() string { return c.store.Engine() }

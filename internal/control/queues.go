@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
@@ -102,51 +101,28 @@ func (c *Control) QueueClear(ctx context.Context, tenant, queue, partition strin
 		return nil, err
 	}
 	if res.Messages > 0 {
-		c.purgeCleared()
+		c.clearPurge.Kick()
 	}
 	return res, nil
 }
 
-// purgeCleared frees cleared messages in the background, one purge at a
-// time per broker (brokers sharing a database skip each other's rows). A
-// clear during a purge makes it run once more. Rows left by a broker that
-// stopped are freed by the next clear on any broker, or with their queue.
-func (c *Control) purgeCleared() {
-	cl := &c.clearing
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.running {
-		cl.again = true
-		return
-	}
-	cl.running = true
-	go func() {
-		for {
-			start := time.Now()
-			res, err := purge.Run(context.Background(), clearPurger{c.store}, c.now)
-			if err != nil {
-				c.log.Warn("freeing cleared messages interrupted", "rows", res.Rows, "err", err)
-			} else if res.Rows > 0 {
-				c.log.Info("cleared messages freed", "rows", res.Rows, "steps", res.Steps,
-					"took", time.Since(start).Round(time.Millisecond))
-			}
-			cl.mu.Lock()
-			if err != nil || !cl.again {
-				cl.running, cl.again = false, false
-				cl.mu.Unlock()
-				return
-			}
-			cl.again = false
-			cl.mu.Unlock()
-		}
-	}()
-}
+// clearPurgeEvery catches cleared rows left by a broker that stopped
+// before freeing them.
+const clearPurgeEvery = time.Minute
 
-// clearing is the state of the background purge of cleared messages.
-type clearing struct {
-	mu      sync.Mutex
-	running bool // a purge runs
-	again   bool // a clear came during it: run once more
+// purgeCleared frees cleared messages until none are left or ctx ends. The
+// clear-purge service runs it after each clear (kicked), every minute, and
+// under the cluster-wide job lock: one broker frees at a time.
+func (c *Control) purgeCleared(ctx context.Context) {
+	start := time.Now()
+	res, err := purge.Run(ctx, clearPurger{c.store}, c.now)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.log.Warn("freeing cleared messages interrupted", "rows", res.Rows, "err", err)
+	case res.Rows > 0:
+		c.log.Info("cleared messages freed", "rows", res.Rows, "steps", res.Steps,
+			"took", time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // clearPurger adapts QueueClearPurge to package purge, which sizes and

@@ -160,7 +160,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.broker = b
 	s.log = log
 	s.spool = sp
-	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), []service.Service{listener})...)
+	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
+		[]service.Service{listener})...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,
