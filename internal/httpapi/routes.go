@@ -132,6 +132,7 @@ func (a *api) routes() []route {
 		a.messageRoutes(),
 		a.queueRoutes(),
 		a.maintenanceRoutes(),
+		a.messageControlRoutes(),
 	)
 }
 
