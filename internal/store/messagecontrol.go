@@ -28,8 +28,9 @@ type MessageControlStore interface {
 	// every consumer group; ErrNotFound when it does not exist.
 	MessageGet(ctx context.Context, p *MessageGetParams) (*MessageDetail, error)
 	// MessageList returns a page of messages created in [p.From, p.To),
-	// newest first. Without a status filter it reads only the page; with
-	// one it examines at most MessageListScanLimit candidates.
+	// newest first across partitions (package listing merges the
+	// partitions' own offset order). It reads about as many messages as it
+	// skips and lists, and never more than MessageListScanLimit.
 	MessageList(ctx context.Context, p *MessageListParams) (*MessageListResult, error)
 	// MessageRequeue pushes a dead-lettered message again at the end of its
 	// partition as a new message (transactionId "<original>:retry:<n>", a
@@ -65,10 +66,11 @@ func (s MessageStatus) Valid() bool {
 	return false
 }
 
-// MessageListScanLimit bounds the candidates (messages matching every filter
-// but the status) a status-filtered listing examines, newest first: a
-// listing never reads more than this many messages, however large its
-// window. Narrowing From and To reaches further back.
+// MessageListScanLimit bounds the messages a listing examines, newest first
+// (the offset's and those of another status included): a listing never
+// reads more than this many, however large its window. A status filter
+// that matches nothing among them answers an empty page; narrowing From
+// and To reaches further back.
 const MessageListScanLimit = 100_000
 
 // Sentinel errors of the control plane's message repairs.

@@ -1,154 +1,229 @@
 // Package listing pages through messages for the control plane's listing
-// (store.MessageControlStore.MessageList). Each driver supplies the rows, newest
-// first, and the lanes of their partitions; this package decides every
-// message's standing (lane.StandingOf), applies the status filter and the
-// offset, and bounds the work, so that both engines list exactly alike.
+// (store.MessageControlStore.MessageList), newest first across partitions,
+// without an index on creation time.
+//
+// A partition's messages are created in offset order, so each partition is a
+// list sorted newest first along its primary key, and a listing is a merge
+// of those lists. Every partition row records when it last received a
+// message (last_message_at), an upper bound of its messages' creation
+// times: the merge opens partitions in that order and stops as soon as the
+// next unopened partition cannot hold anything newer than what remains to
+// list. A page therefore reads about as many partitions and messages as it
+// lists, however many messages the queue holds, and no push pays for an
+// extra index.
+//
+// Each driver supplies the partitions and their messages; this package
+// merges, decides every message's standing (lane.StandingOf), applies the
+// status filter and the offset, and bounds the work, so that both engines
+// list exactly alike.
 package listing
 
 import (
+	"cmp"
+	"container/heap"
+	"slices"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
-// Row is one message as a driver reads it for a listing.
+// Partition is a partition a listing may read: its id and the upper bound
+// of its messages' creation times.
+type Partition struct {
+	Key    int64 // the driver's partition id
+	Newest int64 // Unix ms; no message of the partition was created later
+}
+
+// Row is one message as a driver reads it.
 type Row struct {
-	store.ListedMessage
-	DeadLettered bool
-	Offset       int64 // within its partition
-	PartitionKey int64 // the driver's partition id
+	CreatedAt     int64 // Unix ms
+	DeadLettered  bool
+	ID            string
+	Offset        int64
+	ProducerSub   string
+	TraceID       string
+	TransactionID string
 }
 
 // Source is a driver's side of a listing.
 type Source interface {
-	// Next returns up to n rows following the last one it returned (the
-	// first call starts at the top of the window), newest first, created
-	// before the window's end. Fewer than n rows means there are no more.
-	// Rows may run past the window's start: the first row created before
-	// it ends the listing.
-	Next(n int) ([]Row, error)
-	// Lanes returns the lanes (one per consumer group) of the given
-	// partitions.
-	Lanes(partitions []int64) (map[int64][]lane.Group, error)
+	// Partitions returns the partitions the filters select that may hold
+	// messages of the window (Newest at or after its start).
+	Partitions() ([]Partition, error)
+	// Describe returns what the messages of each partition share: Queue,
+	// Partition, PartitionID, Namespace, Task and QueuePriority.
+	Describe(keys []int64) (map[int64]store.ListedMessage, error)
+	// Newest returns, for each partition keys[i], up to n of its messages
+	// created before the window's end with an offset below below[i] (0: no
+	// bound), newest first.
+	Newest(keys, below []int64, n int) ([][]Row, error)
+	// Lanes returns the lanes (one per consumer group) of the partitions.
+	Lanes(keys []int64) (map[int64][]lane.Group, error)
 }
 
 // Defaults and bounds of a listing.
 const (
 	DefaultLimit = 200
-	chunk        = 1000 // rows per Next when a status filter reads past the page
+	openBatch    = 32   // partitions opened per Newest call
+	firstRows    = 8    // rows read from a partition when it is opened
+	deepRows     = 32   // the same when a status filter is likely to read deeper
+	maxRows      = 1024 // rows per later read of one partition
 )
 
-// Collect lists a page of p from src.
-//
-// Without a status filter it reads only the page (offset and limit rows) and
-// the lanes of the page's partitions. With one it reads chunks until the page
-// is full, the rows run out or store.MessageListScanLimit candidates were
-// examined.
+// cursor is an opened partition: rows buffered newest first.
+type cursor struct {
+	part  *Partition
+	info  store.ListedMessage
+	rows  []Row
+	next  int  // rows to read next time
+	done  bool // nothing below rows
+	lanes []lane.Group
+}
+
+func (c *cursor) key() key { r := &c.rows[0]; return key{r.CreatedAt, c.part.Key, r.Offset} }
+
+// key orders messages newest first: creation time, then partition, then
+// offset, all descending.
+type key struct{ at, part, off int64 }
+
+func (a key) less(b key) int {
+	return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.part, b.part), cmp.Compare(a.off, b.off))
+}
+
+// cursors is a max-heap of opened partitions by their next message.
+type cursors []*cursor
+
+func (h cursors) Len() int           { return len(h) }
+func (h cursors) Less(i, j int) bool { return h[i].key().less(h[j].key()) > 0 }
+func (h cursors) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursors) Push(x any)        { *h = append(*h, x.(*cursor)) }
+func (h *cursors) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// Collect lists a page of p from src: messages created in [p.From, p.To),
+// newest first, p.Offset of them (of the requested status) skipped. At most
+// store.MessageListScanLimit messages are examined.
 func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	want := p.Offset + limit
-	from := p.From.UnixMilli()
-	nowMs := p.Now.UnixMilli()
-	lanes := make(map[int64][]lane.Group)
-	out := make([]store.ListedMessage, 0, min(limit, 256))
-
-	if p.Status == "" {
-		rows, err := src.Next(want)
-		if err != nil {
-			return nil, err
-		}
-		rows = inWindow(rows, from)
-		if len(rows) <= p.Offset {
-			return out, nil
-		}
-		rows = rows[p.Offset:]
-		if err := loadLanes(src, rows, lanes); err != nil {
-			return nil, err
-		}
-		for i := range rows {
-			out = append(out, stand(&rows[i], lanes, nowMs))
-		}
-		return out, nil
+	from, nowMs := p.From.UnixMilli(), p.Now.UnixMilli()
+	parts, err := src.Partitions()
+	if err != nil {
+		return nil, err
 	}
-
-	skipped, examined := 0, 0
-	for {
-		rows, err := src.Next(chunk)
-		if err != nil {
-			return nil, err
-		}
-		more := len(rows) == chunk
-		if w := inWindow(rows, from); len(w) < len(rows) {
-			rows, more = w, false
-		}
-		if err := loadLanes(src, rows, lanes); err != nil {
-			return nil, err
-		}
-		for i := range rows {
-			examined++
-			m := stand(&rows[i], lanes, nowMs)
-			if m.Status != p.Status {
-				continue
+	slices.SortFunc(parts, func(a, b Partition) int {
+		return cmp.Or(cmp.Compare(b.Newest, a.Newest), cmp.Compare(b.Key, a.Key))
+	})
+	first := firstRows
+	if p.Status != "" {
+		first = deepRows
+	}
+	out := make([]store.ListedMessage, 0, min(limit, 256))
+	h := &cursors{}
+	opened, skipped, examined := 0, 0, 0
+	for examined < store.MessageListScanLimit {
+		// Open partitions while the next unopened one could hold a message
+		// newer than the newest buffered.
+		if opened < len(parts) && (h.Len() == 0 ||
+			(key{parts[opened].Newest, parts[opened].Key, 1<<63 - 1}).less((*h)[0].key()) > 0) {
+			if err := open(src, parts[opened:min(opened+openBatch, len(parts))], first, h); err != nil {
+				return nil, err
 			}
+			opened = min(opened+openBatch, len(parts))
+			continue
+		}
+		if h.Len() == 0 {
+			break
+		}
+		c := (*h)[0]
+		r := c.rows[0]
+		if r.CreatedAt < from {
+			break // the newest message left is older than the window
+		}
+		examined++
+		m := stand(c, &r, nowMs)
+		if p.Status == "" || m.Status == p.Status {
 			if skipped < p.Offset {
 				skipped++
-				continue
-			}
-			out = append(out, m)
-			if len(out) == limit {
-				return out, nil
+			} else if out = append(out, m); len(out) == limit {
+				break
 			}
 		}
-		if !more || examined >= store.MessageListScanLimit {
-			return out, nil
+		if c.rows = c.rows[1:]; len(c.rows) > 0 {
+			heap.Fix(h, 0)
+			continue
+		}
+		if c.done {
+			heap.Pop(h)
+			continue
+		}
+		rows, err := src.Newest([]int64{c.part.Key}, []int64{r.Offset}, c.next)
+		if err != nil {
+			return nil, err
+		}
+		c.rows, c.done = rows[0], len(rows[0]) < c.next
+		c.next = min(c.next*4, maxRows)
+		if len(c.rows) == 0 {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
 		}
 	}
+	return out, nil
 }
 
-// inWindow cuts rows at the first one created before from (rows are newest
-// first, and createdAt grows with the offset within a partition).
-func inWindow(rows []Row, from int64) []Row {
-	for i := range rows {
-		if rows[i].CreatedAt.UnixMilli() < from {
-			return rows[:i]
-		}
+// open reads the newest messages and the lanes of parts and adds those
+// that hold any to the heap.
+func open(src Source, parts []Partition, first int, h *cursors) error {
+	keys := make([]int64, len(parts))
+	for i := range parts {
+		keys[i] = parts[i].Key
 	}
-	return rows
-}
-
-// loadLanes fetches the lanes of the rows' partitions not fetched yet.
-func loadLanes(src Source, rows []Row, lanes map[int64][]lane.Group) error {
-	var missing []int64
-	for i := range rows {
-		k := rows[i].PartitionKey
-		if _, ok := lanes[k]; !ok {
-			lanes[k] = nil
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	got, err := src.Lanes(missing)
+	rows, err := src.Newest(keys, make([]int64, len(keys)), first)
 	if err != nil {
 		return err
 	}
-	for k, g := range got {
-		lanes[k] = g
+	var keep []int64
+	for i := range parts {
+		if len(rows[i]) > 0 {
+			keep = append(keep, keys[i])
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	lanes, err := src.Lanes(keep)
+	if err != nil {
+		return err
+	}
+	infos, err := src.Describe(keep)
+	if err != nil {
+		return err
+	}
+	for i := range parts {
+		if len(rows[i]) == 0 {
+			continue
+		}
+		heap.Push(h, &cursor{part: &parts[i], info: infos[keys[i]], rows: rows[i], next: first * 4,
+			done: len(rows[i]) < first, lanes: lanes[keys[i]]})
 	}
 	return nil
 }
 
-// stand fills a row's standing from its partition's lanes.
-func stand(r *Row, lanes map[int64][]lane.Group, nowMs int64) store.ListedMessage {
-	st := lane.StandingOf(r.Offset, lanes[r.PartitionKey], r.DeadLettered, nowMs)
-	m := r.ListedMessage
-	m.Status = st.Status
-	m.ConsumedBy, m.TotalGroups = st.ConsumedBy, st.TotalGroups
+// stand builds a listed message and its standing.
+func stand(c *cursor, r *Row, nowMs int64) store.ListedMessage {
+	st := lane.StandingOf(r.Offset, c.lanes, r.DeadLettered, nowMs)
+	m := c.info
+	m.ID, m.TransactionID, m.TraceID, m.ProducerSub = r.ID, r.TransactionID, r.TraceID, r.ProducerSub
+	m.CreatedAt = time.UnixMilli(r.CreatedAt).UTC()
+	m.Status, m.ConsumedBy, m.TotalGroups = st.Status, st.ConsumedBy, st.TotalGroups
 	m.LeaseExpiresAt = Millis(st.LeaseExpiresAt)
 	return m
 }

@@ -12,37 +12,66 @@ import (
 
 var t0 = time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC)
 
-// fake serves rows newest first from one partition whose queue-mode cursor
-// is cursor; it counts the rows it hands out.
+// fake holds parts partitions; message i (1-based, offset i) of all goes to
+// partition i % parts and is created at t0 + i seconds. Queue mode's cursor
+// is cursor on every partition. It counts what it hands out.
 type fake struct {
-	rows   []Row
+	parts  int
+	msgs   map[int64][]Row // per partition, oldest first
 	cursor int64
-	next   int
-	served int
-	lanes  int
+	rows   int
+	opened map[int64]bool
+	calls  int
 }
 
-func newFake(n int, cursor int64) *fake {
-	f := &fake{cursor: cursor}
-	for i := n; i >= 1; i-- {
-		r := Row{Offset: int64(i), PartitionKey: 1}
-		r.TransactionID = fmt.Sprint("t", i)
-		r.CreatedAt = t0.Add(time.Duration(i) * time.Second)
-		f.rows = append(f.rows, r)
+func newFake(n, parts int, cursor int64) *fake {
+	f := &fake{parts: parts, msgs: map[int64][]Row{}, cursor: cursor, opened: map[int64]bool{}}
+	for i := 1; i <= n; i++ {
+		k := int64(i % parts)
+		f.msgs[k] = append(f.msgs[k], Row{Offset: int64(i), TransactionID: fmt.Sprint("t", i),
+			CreatedAt: t0.Add(time.Duration(i) * time.Second).UnixMilli()})
 	}
 	return f
 }
 
-func (f *fake) Next(n int) ([]Row, error) {
-	end := min(f.next+n, len(f.rows))
-	out := f.rows[f.next:end]
-	f.next, f.served = end, f.served+len(out)
+func (f *fake) Partitions() ([]Partition, error) {
+	var out []Partition
+	for k, ms := range f.msgs {
+		out = append(out, Partition{Key: k, Newest: ms[len(ms)-1].CreatedAt})
+	}
 	return out, nil
 }
 
-func (f *fake) Lanes(pids []int64) (map[int64][]lane.Group, error) {
-	f.lanes++
-	return map[int64][]lane.Group{1: {{Name: store.QueueMode, State: lane.State{Cursor: f.cursor}}}}, nil
+func (f *fake) Describe(keys []int64) (map[int64]store.ListedMessage, error) {
+	out := map[int64]store.ListedMessage{}
+	for _, k := range keys {
+		out[k] = store.ListedMessage{Partition: fmt.Sprint("p", k)}
+	}
+	return out, nil
+}
+
+func (f *fake) Newest(keys, below []int64, n int) ([][]Row, error) {
+	f.calls++
+	out := make([][]Row, len(keys))
+	for i, k := range keys {
+		f.opened[k] = true
+		ms := f.msgs[k]
+		for j := len(ms) - 1; j >= 0 && len(out[i]) < n; j-- {
+			if below[i] == 0 || ms[j].Offset < below[i] {
+				out[i] = append(out[i], ms[j])
+			}
+		}
+		f.rows += len(out[i])
+	}
+	return out, nil
+}
+
+func (f *fake) Lanes(keys []int64) (map[int64][]lane.Group, error) {
+	out := map[int64][]lane.Group{}
+	for _, k := range keys {
+		out[k] = []lane.Group{{Name: store.QueueMode, State: lane.State{Cursor: f.cursor}}}
+	}
+	return out, nil
 }
 
 func txns(ms []store.ListedMessage) []string {
@@ -53,50 +82,74 @@ func txns(ms []store.ListedMessage) []string {
 	return out
 }
 
-func TestCollectReadsOnlyThePage(t *testing.T) {
-	f := newFake(10, 4)
-	got, err := Collect(&store.MessageListParams{From: t0, Limit: 3, Offset: 2, Now: t0}, f)
+func seq(from, to int) []string { // t<from> down to t<to>
+	var out []string
+	for i := from; i >= to; i-- {
+		out = append(out, fmt.Sprint("t", i))
+	}
+	return out
+}
+
+func TestCollectMergesNewestFirst(t *testing.T) {
+	f := newFake(1000, 7, 0)
+	got, err := Collect(&store.MessageListParams{From: t0, Limit: 30, Offset: 5, Now: t0}, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(txns(got), []string{"t8", "t7", "t6"}) || f.served != 5 || f.lanes != 1 {
-		t.Errorf("got %v after serving %d rows, %d lane reads", txns(got), f.served, f.lanes)
+	if !slices.Equal(txns(got), seq(995, 966)) {
+		t.Errorf("got %v", txns(got))
 	}
-	if got[0].Status != store.StatusPending {
-		t.Errorf("status %q", got[0].Status)
+	if got[0].Partition != "p1" || got[0].Status != store.StatusPending {
+		t.Errorf("first: %+v", got[0])
+	}
+}
+
+func TestCollectOpensOnlyWhatThePageNeeds(t *testing.T) {
+	f := newFake(100_000, 10_000, 0) // ten messages per partition
+	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 50, Now: t0}, f)
+	if !slices.Equal(txns(got), seq(100_000, 99_951)) {
+		t.Fatalf("got %v", txns(got))
+	}
+	if len(f.opened) > 50+openBatch || f.rows > (50+openBatch)*firstRows {
+		t.Errorf("opened %d partitions and read %d rows for a page of 50", len(f.opened), f.rows)
+	}
+}
+
+func TestCollectOnePartitionReadsInGrowingSteps(t *testing.T) {
+	f := newFake(5000, 1, 0)
+	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 1000, Now: t0}, f)
+	if !slices.Equal(txns(got), seq(5000, 4001)) {
+		t.Fatalf("got %d messages", len(got))
+	}
+	if f.calls > 6 || f.rows > 2000 {
+		t.Errorf("%d reads of %d rows for a page of 1000", f.calls, f.rows)
 	}
 }
 
 func TestCollectStopsAtTheWindowStart(t *testing.T) {
-	f := newFake(10, 0)
-	got, _ := Collect(&store.MessageListParams{From: t0.Add(8 * time.Second), Limit: 5, Now: t0}, f)
-	if !slices.Equal(txns(got), []string{"t10", "t9", "t8"}) {
-		t.Errorf("got %v", txns(got))
-	}
-	f = newFake(10, 0)
-	got, _ = Collect(&store.MessageListParams{From: t0.Add(8 * time.Second), Limit: 5, Now: t0,
-		Status: store.StatusPending}, f)
-	if !slices.Equal(txns(got), []string{"t10", "t9", "t8"}) {
-		t.Errorf("with a status filter: got %v", txns(got))
+	for _, status := range []store.MessageStatus{"", store.StatusPending} {
+		f := newFake(10, 3, 0)
+		got, _ := Collect(&store.MessageListParams{From: t0.Add(8 * time.Second), Limit: 5, Now: t0, Status: status}, f)
+		if !slices.Equal(txns(got), seq(10, 8)) {
+			t.Errorf("status %q: got %v", status, txns(got))
+		}
 	}
 }
 
 func TestCollectFiltersStatusWithOffset(t *testing.T) {
-	f := newFake(2500, 2000) // 500 pending above 2000 completed
+	f := newFake(2500, 1, 2000) // 500 pending above 2000 completed
 	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 2, Offset: 1, Now: t0,
 		Status: store.StatusCompleted}, f)
-	if !slices.Equal(txns(got), []string{"t1999", "t1998"}) {
+	if !slices.Equal(txns(got), seq(1999, 1998)) {
 		t.Errorf("got %v", txns(got))
-	}
-	if f.served != chunk || f.lanes != 1 {
-		t.Errorf("served %d rows in chunks, %d lane reads", f.served, f.lanes)
 	}
 }
 
 func TestCollectBoundsTheScan(t *testing.T) {
-	f := newFake(store.MessageListScanLimit+5000, 0)
+	f := newFake(store.MessageListScanLimit+5000, 3, 0)
 	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 10, Now: t0, Status: store.StatusCompleted}, f)
-	if len(got) != 0 || f.served != store.MessageListScanLimit {
-		t.Errorf("got %d messages after %d rows, want none after %d", len(got), f.served, store.MessageListScanLimit)
+	if len(got) != 0 || f.rows > store.MessageListScanLimit+3*maxRows {
+		t.Errorf("got %d messages after reading %d rows, want none after about %d", len(got), f.rows,
+			store.MessageListScanLimit)
 	}
 }

@@ -44,37 +44,23 @@ const (
 	// The consumer groups that joined the selected queues.
 	sqlCtlGroups = `SELECT DISTINCT g.consumer_group FROM consumer_groups g JOIN queues q ON q.id = g.queue_id
 		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR q.namespace = $3) AND ($4 = '' OR q.task = $4)`
-	sqlCtlPartitionByName = `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
-		WHERE q.tenant = $1 AND q.name = $2 AND p.name = $3`
 
-	// A listing's rows, newest first, below the keyset ($2, $3, $4) =
-	// (createdAt, partition, offset) and down to the window's start $1: a
-	// backward range of messages_created.
-	sqlCtlList = `SELECT m.seq, m.partition_id, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
-			COALESCE(m.producer_sub, ''), m.created_at, p.uuid, p.name, q.name, q.namespace, q.task, q.priority,
+	// The partitions a listing may read ($6: the window's start), and what
+	// the messages of some of them share.
+	sqlCtlListPartitions = `SELECT p.id, p.last_message_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
+		  AND ($4 = '' OR q.namespace = $4) AND ($5 = '' OR q.task = $5) AND p.last_message_at >= $6`
+	sqlCtlDescribe = `SELECT p.id, p.uuid, p.name, q.name, q.namespace, q.task, q.priority
+		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = ANY($1::bigint[])`
+	// Some partitions' newest messages below an offset each, created before
+	// the window's end ($3): one backward range of the primary key each.
+	sqlCtlListNewest = `SELECT k.ord, m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
+			COALESCE(m.producer_sub, ''), m.created_at,
 			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = m.partition_id AND d.message_seq = m.seq)
-		FROM messages m
-		JOIN partitions p ON p.id = m.partition_id
-		JOIN queues q ON q.id = p.queue_id
-		WHERE m.created_at >= $1 AND m.created_at <= $2 AND (m.created_at, m.partition_id, m.seq) < ($2, $3, $4)
-		  AND q.tenant = $5 AND ($6 = '' OR q.name = $6) AND ($7 = '' OR p.name = $7)
-		  AND ($8 = '' OR q.namespace = $8) AND ($9 = '' OR q.task = $9)
-		ORDER BY m.created_at DESC, m.partition_id DESC, m.seq DESC
-		LIMIT $10`
-	// The same for one partition ($3): its offsets downwards from the
-	// keyset $2, skipping those created at or after the window's end $1.
-	// The window's start is not a condition: the caller stops at the first
-	// older row, so that a partition with few recent messages is not read to
-	// its beginning.
-	sqlCtlListPartition = `SELECT m.seq, m.partition_id, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
-			COALESCE(m.producer_sub, ''), m.created_at, p.uuid, p.name, q.name, q.namespace, q.task, q.priority,
-			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = m.partition_id AND d.message_seq = m.seq)
-		FROM messages m
-		JOIN partitions p ON p.id = m.partition_id
-		JOIN queues q ON q.id = p.queue_id
-		WHERE m.partition_id = $3 AND m.seq < $2 AND m.created_at < $1
-		ORDER BY m.seq DESC
-		LIMIT $4`
+		FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(partition_id, below, ord)
+		CROSS JOIN LATERAL (SELECT * FROM messages WHERE partition_id = k.partition_id AND seq < k.below
+			AND created_at < $3 ORDER BY seq DESC LIMIT $4) m
+		ORDER BY k.ord, m.seq DESC`
 
 	sqlCtlDeleteMessage     = `DELETE FROM messages WHERE partition_id = $1 AND seq = $2`
 	sqlCtlDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = $1 AND message_seq = $2`
@@ -160,7 +146,7 @@ func groupsOf(lanes []ctlLane) []lane.Group {
 	return out
 }
 
-// MessageList lists messages newest first.
+// MessageList lists messages newest first (see package listing).
 func (s *Store) MessageList(ctx context.Context, p *store.MessageListParams) (*store.MessageListResult, error) {
 	if err := s.readable(ctx); err != nil {
 		return nil, err
@@ -173,67 +159,73 @@ func (s *Store) MessageList(ctx context.Context, p *store.MessageListParams) (*s
 		return nil, wrapErr("postgres: list messages", err)
 	}
 	res.Mode = listing.Mode(groups)
-	src := &listSource{ctx: ctx, s: s, p: p, tenant: tenant, createdAt: p.To.UnixMilli(), seq: math.MaxInt64}
-	if p.Queue != "" && p.Partition != "" {
-		err := s.pool.QueryRow(ctx, sqlCtlPartitionByName, tenant, p.Queue, p.Partition).Scan(&src.partition)
-		if errors.Is(err, pgx.ErrNoRows) {
-			res.Messages = []store.ListedMessage{}
-			return res, nil
-		}
-		if err != nil {
-			return nil, wrapErr("postgres: list messages", err)
-		}
-	}
-	if res.Messages, err = listing.Collect(p, src); err != nil {
+	if res.Messages, err = listing.Collect(p, &listSource{ctx: ctx, s: s, p: p, tenant: tenant}); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// listSource reads a listing's rows in keyset pages.
+// listSource reads a listing's partitions and messages.
 type listSource struct {
-	ctx       context.Context
-	s         *Store
-	p         *store.MessageListParams
-	tenant    string
-	partition int64 // one partition's rows, or 0 for the whole tenant
-	createdAt int64 // keyset: the last row returned
-	pid       int64
-	seq       int64
-	done      bool
+	ctx    context.Context
+	s      *Store
+	p      *store.MessageListParams
+	tenant string
 }
 
-func (l *listSource) Next(n int) ([]listing.Row, error) {
-	if l.done {
-		return nil, nil
+func (l *listSource) Partitions() ([]listing.Partition, error) {
+	rows, _ := l.s.pool.Query(l.ctx, sqlCtlListPartitions, l.tenant, l.p.Queue, l.p.Partition, l.p.Namespace,
+		l.p.Task, l.p.From.UnixMilli())
+	var out []listing.Partition
+	var pt listing.Partition
+	if _, err := pgx.ForEachRow(rows, []any{&pt.Key, &pt.Newest}, func() error {
+		out = append(out, pt)
+		return nil
+	}); err != nil {
+		return nil, wrapErr("postgres: list partitions", err)
 	}
-	var rows pgx.Rows
-	if l.partition != 0 {
-		rows, _ = l.s.pool.Query(l.ctx, sqlCtlListPartition, l.p.To.UnixMilli(), l.seq, l.partition, n)
-	} else {
-		rows, _ = l.s.pool.Query(l.ctx, sqlCtlList, l.p.From.UnixMilli(), l.createdAt, l.pid, l.seq, l.tenant,
-			l.p.Queue, l.p.Partition, l.p.Namespace, l.p.Task, n)
+	return out, nil
+}
+
+func (l *listSource) Describe(keys []int64) (map[int64]store.ListedMessage, error) {
+	rows, _ := l.s.pool.Query(l.ctx, sqlCtlDescribe, keys)
+	out := make(map[int64]store.ListedMessage, len(keys))
+	var id int64
+	var m store.ListedMessage
+	if _, err := pgx.ForEachRow(rows, []any{&id, &m.PartitionID, &m.Partition, &m.Queue, &m.Namespace, &m.Task,
+		&m.QueuePriority}, func() error {
+		out[id] = m
+		return nil
+	}); err != nil {
+		return nil, wrapErr("postgres: list partitions", err)
 	}
-	out := make([]listing.Row, 0, min(n, 256))
+	return out, nil
+}
+
+func (l *listSource) Newest(keys, below []int64, n int) ([][]listing.Row, error) {
+	b := make([]int64, len(below))
+	for i, v := range below {
+		if b[i] = v; v == 0 {
+			b[i] = math.MaxInt64
+		}
+	}
+	rows, _ := l.s.pool.Query(l.ctx, sqlCtlListNewest, keys, b, l.p.To.UnixMilli(), n)
+	out := make([][]listing.Row, len(keys))
+	var ord int64
 	var r listing.Row
-	var createdAt int64
-	_, err := pgx.ForEachRow(rows, []any{&r.Offset, &r.PartitionKey, &r.ID, &r.TransactionID, &r.TraceID,
-		&r.ProducerSub, &createdAt, &r.PartitionID, &r.Partition, &r.Queue, &r.Namespace, &r.Task, &r.QueuePriority,
-		&r.DeadLettered}, func() error {
-		r.CreatedAt = time.UnixMilli(createdAt).UTC()
-		l.createdAt, l.pid, l.seq = createdAt, r.PartitionKey, r.Offset
-		out = append(out, r)
+	_, err := pgx.ForEachRow(rows, []any{&ord, &r.Offset, &r.ID, &r.TransactionID, &r.TraceID, &r.ProducerSub,
+		&r.CreatedAt, &r.DeadLettered}, func() error {
+		out[ord-1] = append(out[ord-1], r)
 		return nil
 	})
 	if err != nil {
 		return nil, wrapErr("postgres: list messages", err)
 	}
-	l.done = len(out) < n
 	return out, nil
 }
 
-func (l *listSource) Lanes(pids []int64) (map[int64][]lane.Group, error) {
-	rows, _ := l.s.pool.Query(l.ctx, sqlCtlLanes, pids)
+func (l *listSource) Lanes(keys []int64) (map[int64][]lane.Group, error) {
+	rows, _ := l.s.pool.Query(l.ctx, sqlCtlLanes, keys)
 	lanes, err := scanLanes(rows)
 	if err != nil {
 		return nil, wrapErr("postgres: list messages", err)

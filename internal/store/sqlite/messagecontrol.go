@@ -30,8 +30,6 @@ const (
 	// negative queue_id and join nothing).
 	sqlCtlPartition = `SELECT p.id, p.name, p.last_offset, q.name, q.namespace, q.task, q.priority, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.uuid = ? AND q.tenant = ?`
-	sqlCtlPartitionByName = `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
-		WHERE q.tenant = ? AND q.name = ? AND p.name = ?`
 	sqlCtlMessage = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload,
 			created_at
 		FROM messages WHERE partition_id = ? AND transaction_id = ?`
@@ -49,33 +47,19 @@ const (
 		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR q.namespace = ?3)
 		  AND (?4 = '' OR q.task = ?4)`
 
-	// A listing's rows, newest first, from the keyset (?2 = createdAt,
-	// ?3 = seq) down to the window's start ?1: one range of
-	// messages_created, whose key (created_at, rowid) is the listing's
-	// order.
-	sqlCtlList = `SELECT m.seq, m.partition_id, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
-			COALESCE(m.producer_sub, ''), m.created_at, p.uuid, p.name, q.name, q.namespace, q.task, q.priority,
-			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = m.partition_id AND d.message_seq = m.seq)
-		FROM messages m INDEXED BY messages_created
-		JOIN partitions p ON p.id = m.partition_id
-		JOIN queues q ON q.id = p.queue_id
-		WHERE m.created_at >= ?1 AND m.created_at <= ?2 AND (m.created_at < ?2 OR m.seq < ?3)
-		  AND q.tenant = ?4 AND (?5 = '' OR q.name = ?5) AND (?6 = '' OR p.name = ?6)
-		  AND (?7 = '' OR q.namespace = ?7) AND (?8 = '' OR q.task = ?8)
-		ORDER BY m.created_at DESC, m.seq DESC
-		LIMIT ?9`
-	// The same for one partition (?3): its own offsets, newest first, down
-	// from the keyset ?2, skipping those created after the window's end ?1.
-	// The window's start is not a condition here: the caller stops at the
-	// first older row, so that a partition with few recent messages is not
-	// read to its beginning.
-	sqlCtlListPartition = `SELECT m.seq, m.partition_id, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
-			COALESCE(m.producer_sub, ''), m.created_at, p.uuid, p.name, q.name, q.namespace, q.task, q.priority,
-			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = m.partition_id AND d.message_seq = m.seq)
+	// The partitions a listing may read (?6: the window's start), and what
+	// the messages of some of them share.
+	sqlCtlListPartitions = `SELECT p.id, p.last_message_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR p.name = ?3)
+		  AND (?4 = '' OR q.namespace = ?4) AND (?5 = '' OR q.task = ?5) AND p.last_message_at >= ?6`
+	sqlCtlDescribe = `SELECT p.id, p.uuid, p.name, q.name, q.namespace, q.task, q.priority
+		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id IN (SELECT value FROM json_each(?))`
+	// A partition's newest messages below an offset (?2) created before the
+	// window's end (?3): one backward range of its primary key.
+	sqlCtlListNewest = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), created_at,
+			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = ?1 AND d.message_seq = m.seq)
 		FROM messages m INDEXED BY messages_partition
-		JOIN partitions p ON p.id = m.partition_id
-		JOIN queues q ON q.id = p.queue_id
-		WHERE m.partition_id = ?3 AND m.seq < ?2 AND m.created_at <= ?1
+		WHERE m.partition_id = ?1 AND m.seq < ?2 AND m.created_at < ?3
 		ORDER BY m.seq DESC
 		LIMIT ?4`
 )
@@ -170,7 +154,7 @@ func readLanes(ctx context.Context, q querier, pids []int64) (map[int64][]lane.G
 }
 
 // MessageList lists messages newest first through the read-only
-// connections.
+// connections (see package listing).
 func (s *Store) MessageList(ctx context.Context, p *store.MessageListParams) (*store.MessageListResult, error) {
 	if err := s.readable(); err != nil {
 		return nil, err
@@ -182,74 +166,103 @@ func (s *Store) MessageList(ctx context.Context, p *store.MessageListParams) (*s
 		return nil, fmt.Errorf("read consumer groups: %w", err)
 	}
 	res.Mode = listing.Mode(groups)
-	src := &listSource{ctx: ctx, db: s.reader, p: p, tenant: tenant, createdAt: p.To.UnixMilli() - 1,
-		seq: math.MaxInt64}
-	if p.Queue != "" && p.Partition != "" {
-		err := s.reader.QueryRowContext(ctx, sqlCtlPartitionByName, tenant, p.Queue, p.Partition).Scan(&src.partition)
-		if errors.Is(err, sql.ErrNoRows) {
-			res.Messages = []store.ListedMessage{}
-			return res, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read partition: %w", err)
-		}
-	}
+	src := &listSource{ctx: ctx, db: s.reader, p: p, tenant: tenant}
+	defer src.close()
 	if res.Messages, err = listing.Collect(p, src); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// listSource reads a listing's rows in keyset pages.
+// listSource reads a listing's partitions and messages.
 type listSource struct {
-	ctx       context.Context
-	db        querier
-	p         *store.MessageListParams
-	tenant    string
-	partition int64 // one partition's rows, or 0 for the whole tenant
-	createdAt int64 // keyset: the last row returned
-	seq       int64
-	done      bool
+	ctx    context.Context
+	db     *sql.DB
+	p      *store.MessageListParams
+	tenant string
+	newest *sql.Stmt // sqlCtlListNewest, prepared once per listing
 }
 
-func (l *listSource) Next(n int) ([]listing.Row, error) {
-	if l.done {
-		return nil, nil
+func (l *listSource) close() {
+	if l.newest != nil {
+		l.newest.Close()
 	}
-	var rows *sql.Rows
-	var err error
-	if l.partition != 0 {
-		rows, err = l.db.QueryContext(l.ctx, sqlCtlListPartition, l.p.To.UnixMilli()-1, l.seq, l.partition, n)
-	} else {
-		rows, err = l.db.QueryContext(l.ctx, sqlCtlList, l.p.From.UnixMilli(), l.createdAt, l.seq, l.tenant,
-			l.p.Queue, l.p.Partition, l.p.Namespace, l.p.Task, n)
-	}
+}
+
+func (l *listSource) Partitions() ([]listing.Partition, error) {
+	rows, err := l.db.QueryContext(l.ctx, sqlCtlListPartitions, l.tenant, l.p.Queue, l.p.Partition, l.p.Namespace,
+		l.p.Task, l.p.From.UnixMilli())
 	if err != nil {
-		return nil, fmt.Errorf("list messages: %w", err)
+		return nil, fmt.Errorf("list partitions: %w", err)
 	}
 	defer rows.Close()
-	out := make([]listing.Row, 0, min(n, 256))
+	var out []listing.Partition
 	for rows.Next() {
-		var r listing.Row
-		var createdAt int64
-		if err := rows.Scan(&r.Offset, &r.PartitionKey, &r.ID, &r.TransactionID, &r.TraceID, &r.ProducerSub,
-			&createdAt, &r.PartitionID, &r.Partition, &r.Queue, &r.Namespace, &r.Task, &r.QueuePriority,
-			&r.DeadLettered); err != nil {
+		var pt listing.Partition
+		if err := rows.Scan(&pt.Key, &pt.Newest); err != nil {
+			return nil, fmt.Errorf("list partitions: %w", err)
+		}
+		out = append(out, pt)
+	}
+	return out, rows.Err()
+}
+
+func (l *listSource) Describe(keys []int64) (map[int64]store.ListedMessage, error) {
+	rows, err := l.db.QueryContext(l.ctx, sqlCtlDescribe, intsJSON(keys))
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[int64]store.ListedMessage, len(keys))
+	for rows.Next() {
+		var id int64
+		var m store.ListedMessage
+		if err := rows.Scan(&id, &m.PartitionID, &m.Partition, &m.Queue, &m.Namespace, &m.Task,
+			&m.QueuePriority); err != nil {
+			return nil, fmt.Errorf("list partitions: %w", err)
+		}
+		out[id] = m
+	}
+	return out, rows.Err()
+}
+
+func (l *listSource) Newest(keys, below []int64, n int) ([][]listing.Row, error) {
+	if l.newest == nil {
+		stmt, err := l.db.PrepareContext(l.ctx, sqlCtlListNewest)
+		if err != nil {
 			return nil, fmt.Errorf("list messages: %w", err)
 		}
-		r.CreatedAt = time.UnixMilli(createdAt).UTC()
-		l.createdAt, l.seq = createdAt, r.Offset
-		out = append(out, r)
+		l.newest = stmt
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list messages: %w", err)
+	out := make([][]listing.Row, len(keys))
+	for i, k := range keys {
+		b := below[i]
+		if b == 0 {
+			b = math.MaxInt64
+		}
+		rows, err := l.newest.QueryContext(l.ctx, k, b, l.p.To.UnixMilli(), n)
+		if err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
+		for rows.Next() {
+			var r listing.Row
+			if err := rows.Scan(&r.Offset, &r.ID, &r.TransactionID, &r.TraceID, &r.ProducerSub, &r.CreatedAt,
+				&r.DeadLettered); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("list messages: %w", err)
+			}
+			out[i] = append(out[i], r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
 	}
-	l.done = len(out) < n
 	return out, nil
 }
 
-func (l *listSource) Lanes(pids []int64) (map[int64][]lane.Group, error) {
-	return readLanes(l.ctx, l.db, pids)
+func (l *listSource) Lanes(keys []int64) (map[int64][]lane.Group, error) {
+	return readLanes(l.ctx, l.db, keys)
 }
 
 // readStrings runs a query of one text column.

@@ -1,12 +1,8 @@
--- The control plane's messages, dead letters and traces.
+-- The control plane's dead letters and traces.
 --
--- messages_created lists messages newest first within a time window
--- (GET /api/v1/messages) without reading the messages outside it. It costs
--- every push one more index entry, on the right edge of a b-tree of bigints:
--- the only index on a hot table the control plane adds. Building it on a
--- large existing table holds pushes for the build's duration (migrations run
--- in a transaction, so CONCURRENTLY is not possible): see docs/decisions.md.
-CREATE INDEX messages_created ON messages (created_at);
+-- Messages get no index here: GET /api/v1/messages merges the partitions'
+-- primary-key ranges, newest first, in the order of partitions.last_message_at
+-- (see package listing), so pushes pay nothing for it.
 
 -- Dead letters by message, for a message's status, a requeue, and the purge
 -- of a deleted partition (the old index on partition_id alone is its prefix),
