@@ -28,11 +28,38 @@ import (
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
-// Partition is a partition a listing may read: its id and the upper bound
-// of its messages' creation times.
+// Partition is a partition a listing may read: its id, the upper bound of
+// its messages' creation times, and, for a status filter, what its lanes
+// and dead letters say about where messages of that status can be.
 type Partition struct {
 	Key    int64 // the driver's partition id
 	Newest int64 // Unix ms; no message of the partition was created later
+
+	// Read only with a status filter.
+	DeadLetters bool  // some message of it has a dead letter
+	LastOffset  int64 // its newest offset
+	Leased      bool  // a live lease holds some of it
+	MinCursor   int64 // the lowest cursor of its lanes; -1 when no group reads it
+}
+
+// bounds returns the offsets (floor, ceil) between which messages of the
+// status can lie, exclusive (ceil 0: no bound), and false when none can:
+// completed messages are at or below every cursor, pending and processing
+// ones above the lowest, processing ones only under a live lease, and
+// dead-lettered ones only where dead letters exist.
+func (pt *Partition) bounds(status store.MessageStatus) (floor, ceil int64, ok bool) {
+	cursor := max(pt.MinCursor, 0)
+	switch status {
+	case store.StatusCompleted:
+		return 0, cursor + 1, pt.MinCursor > 0
+	case store.StatusPending:
+		return cursor, 0, pt.MinCursor < 0 || cursor < pt.LastOffset
+	case store.StatusProcessing:
+		return cursor, 0, pt.Leased
+	case store.StatusDeadLetter:
+		return 0, 0, pt.DeadLetters
+	}
+	return 0, 0, true
 }
 
 // Row is one message as a driver reads it.
@@ -49,15 +76,17 @@ type Row struct {
 // Source is a driver's side of a listing.
 type Source interface {
 	// Partitions returns the partitions the filters select that may hold
-	// messages of the window (Newest at or after its start).
-	Partitions() ([]Partition, error)
+	// messages of the window (Newest at or after its start); with a status
+	// filter, with their lanes' and dead letters' facts.
+	Partitions(status store.MessageStatus) ([]Partition, error)
 	// Describe returns what the messages of each partition share: Queue,
 	// Partition, PartitionID, Namespace, Task and QueuePriority.
 	Describe(keys []int64) (map[int64]store.ListedMessage, error)
 	// Newest returns, for each partition keys[i], up to n of its messages
-	// created before the window's end with an offset below below[i] (0: no
-	// bound), newest first.
-	Newest(keys, below []int64, n int) ([][]Row, error)
+	// created before the window's end with an offset in (floor[i],
+	// below[i]) (below 0: no bound), newest first; only dead-lettered ones
+	// when dead is set, read through the dead letters.
+	Newest(keys, floor, below []int64, n int, dead bool) ([][]Row, error)
 	// Lanes returns the lanes (one per consumer group) of the partitions.
 	Lanes(keys []int64) (map[int64][]lane.Group, error)
 }
@@ -73,6 +102,7 @@ const (
 
 // cursor is an opened partition: rows buffered newest first.
 type cursor struct {
+	floor int64
 	part  *Partition
 	info  store.ListedMessage
 	rows  []Row
@@ -114,10 +144,17 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 		limit = DefaultLimit
 	}
 	from, nowMs := p.From.UnixMilli(), p.Now.UnixMilli()
-	parts, err := src.Partitions()
+	all, err := src.Partitions(p.Status)
 	if err != nil {
 		return nil, err
 	}
+	parts := all[:0]
+	for _, pt := range all {
+		if _, _, ok := pt.bounds(p.Status); ok {
+			parts = append(parts, pt)
+		}
+	}
+	dead := p.Status == store.StatusDeadLetter
 	slices.SortFunc(parts, func(a, b Partition) int {
 		return cmp.Or(cmp.Compare(b.Newest, a.Newest), cmp.Compare(b.Key, a.Key))
 	})
@@ -133,7 +170,7 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 		// newer than the newest buffered.
 		if opened < len(parts) && (h.Len() == 0 ||
 			(key{parts[opened].Newest, parts[opened].Key, 1<<63 - 1}).less((*h)[0].key()) > 0) {
-			if err := open(src, parts[opened:min(opened+openBatch, len(parts))], first, h); err != nil {
+			if err := open(src, parts[opened:min(opened+openBatch, len(parts))], p.Status, first, h); err != nil {
 				return nil, err
 			}
 			opened = min(opened+openBatch, len(parts))
@@ -164,7 +201,7 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 			heap.Pop(h)
 			continue
 		}
-		rows, err := src.Newest([]int64{c.part.Key}, []int64{r.Offset}, c.next)
+		rows, err := src.Newest([]int64{c.part.Key}, []int64{c.floor}, []int64{r.Offset}, c.next, dead)
 		if err != nil {
 			return nil, err
 		}
@@ -181,12 +218,13 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 
 // open reads the newest messages and the lanes of parts and adds those
 // that hold any to the heap.
-func open(src Source, parts []Partition, first int, h *cursors) error {
-	keys := make([]int64, len(parts))
+func open(src Source, parts []Partition, status store.MessageStatus, first int, h *cursors) error {
+	keys, floors, ceils := make([]int64, len(parts)), make([]int64, len(parts)), make([]int64, len(parts))
 	for i := range parts {
 		keys[i] = parts[i].Key
+		floors[i], ceils[i], _ = parts[i].bounds(status)
 	}
-	rows, err := src.Newest(keys, make([]int64, len(keys)), first)
+	rows, err := src.Newest(keys, floors, ceils, first, status == store.StatusDeadLetter)
 	if err != nil {
 		return err
 	}
@@ -211,7 +249,7 @@ func open(src Source, parts []Partition, first int, h *cursors) error {
 		if len(rows[i]) == 0 {
 			continue
 		}
-		heap.Push(h, &cursor{part: &parts[i], info: infos[keys[i]], rows: rows[i], next: first * 4,
+		heap.Push(h, &cursor{part: &parts[i], floor: floors[i], info: infos[keys[i]], rows: rows[i], next: first * 4,
 			done: len(rows[i]) < first, lanes: lanes[keys[i]]})
 	}
 	return nil

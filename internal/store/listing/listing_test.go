@@ -22,6 +22,7 @@ type fake struct {
 	rows   int
 	opened map[int64]bool
 	calls  int
+	leased bool // Partitions reports a live lease (Lanes holds none)
 }
 
 func newFake(n, parts int, cursor int64) *fake {
@@ -34,10 +35,11 @@ func newFake(n, parts int, cursor int64) *fake {
 	return f
 }
 
-func (f *fake) Partitions() ([]Partition, error) {
+func (f *fake) Partitions(status store.MessageStatus) ([]Partition, error) {
 	var out []Partition
 	for k, ms := range f.msgs {
-		out = append(out, Partition{Key: k, Newest: ms[len(ms)-1].CreatedAt})
+		out = append(out, Partition{Key: k, Newest: ms[len(ms)-1].CreatedAt, LastOffset: ms[len(ms)-1].Offset,
+			MinCursor: f.cursor, Leased: f.leased})
 	}
 	return out, nil
 }
@@ -50,14 +52,14 @@ func (f *fake) Describe(keys []int64) (map[int64]store.ListedMessage, error) {
 	return out, nil
 }
 
-func (f *fake) Newest(keys, below []int64, n int) ([][]Row, error) {
+func (f *fake) Newest(keys, floor, below []int64, n int, dead bool) ([][]Row, error) {
 	f.calls++
 	out := make([][]Row, len(keys))
 	for i, k := range keys {
 		f.opened[k] = true
 		ms := f.msgs[k]
 		for j := len(ms) - 1; j >= 0 && len(out[i]) < n; j-- {
-			if below[i] == 0 || ms[j].Offset < below[i] {
+			if (below[i] == 0 || ms[j].Offset < below[i]) && ms[j].Offset > floor[i] {
 				out[i] = append(out[i], ms[j])
 			}
 		}
@@ -145,9 +147,25 @@ func TestCollectFiltersStatusWithOffset(t *testing.T) {
 	}
 }
 
+func TestCollectReadsOnlyWhereTheStatusCanBe(t *testing.T) {
+	f := newFake(10_000, 10, 9_000) // completed up to 9000 on every partition
+	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 5, Now: t0, Status: store.StatusCompleted}, f)
+	if !slices.Equal(txns(got), seq(9000, 8996)) {
+		t.Errorf("completed: %v", txns(got))
+	}
+	if f.rows > 10*deepRows {
+		t.Errorf("read %d rows above the cursors' range", f.rows)
+	}
+	f = newFake(10_000, 10, 10_000)
+	if got, _ := Collect(&store.MessageListParams{From: t0, Limit: 5, Now: t0, Status: store.StatusPending}, f); len(got) != 0 || f.rows != 0 {
+		t.Errorf("pending where everything is consumed: %v after reading %d rows", txns(got), f.rows)
+	}
+}
+
 func TestCollectBoundsTheScan(t *testing.T) {
 	f := newFake(store.MessageListScanLimit+5000, 3, 0)
-	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 10, Now: t0, Status: store.StatusCompleted}, f)
+	f.leased = true // but no lane holds a lease: nothing is processing
+	got, _ := Collect(&store.MessageListParams{From: t0, Limit: 10, Now: t0, Status: store.StatusProcessing}, f)
 	if len(got) != 0 || f.rows > store.MessageListScanLimit+3*maxRows {
 		t.Errorf("got %d messages after reading %d rows, want none after about %d", len(got), f.rows,
 			store.MessageListScanLimit)

@@ -50,16 +50,37 @@ const (
 	sqlCtlListPartitions = `SELECT p.id, p.last_message_at FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
 		  AND ($4 = '' OR q.namespace = $4) AND ($5 = '' OR q.task = $5) AND p.last_message_at >= $6`
+	// The same with what a status filter needs ($7: now).
+	sqlCtlListPartitionsFacts = `SELECT p.id, p.last_message_at, p.last_offset,
+			COALESCE((SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), -1),
+			EXISTS (SELECT 1 FROM lanes l WHERE l.partition_id = p.id AND l.lease_id IS NOT NULL
+				AND l.lease_expires_at > $7),
+			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = p.id)
+		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
+		  AND ($4 = '' OR q.namespace = $4) AND ($5 = '' OR q.task = $5) AND p.last_message_at >= $6`
 	sqlCtlDescribe = `SELECT p.id, p.uuid, p.name, q.name, q.namespace, q.task, q.priority
 		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = ANY($1::bigint[])`
-	// Some partitions' newest messages below an offset each, created before
-	// the window's end ($3): one backward range of the primary key each.
+	// Some partitions' newest messages with an offset in ($5[i], $2[i])
+	// created before the window's end ($3): one backward range of the
+	// primary key each.
 	sqlCtlListNewest = `SELECT k.ord, m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
 			COALESCE(m.producer_sub, ''), m.created_at,
 			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = m.partition_id AND d.message_seq = m.seq)
-		FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(partition_id, below, ord)
+		FROM unnest($1::bigint[], $2::bigint[], $5::bigint[]) WITH ORDINALITY AS k(partition_id, below, floor, ord)
 		CROSS JOIN LATERAL (SELECT * FROM messages WHERE partition_id = k.partition_id AND seq < k.below
-			AND created_at < $3 ORDER BY seq DESC LIMIT $4) m
+			AND seq > k.floor AND created_at < $3 ORDER BY seq DESC LIMIT $4) m
+		ORDER BY k.ord, m.seq DESC`
+	// The same for dead-lettered messages only, read through the
+	// partitions' dead letters.
+	sqlCtlListNewestDead = `SELECT k.ord, m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
+			COALESCE(m.producer_sub, ''), m.created_at, true
+		FROM unnest($1::bigint[], $2::bigint[], $5::bigint[]) WITH ORDINALITY AS k(partition_id, below, floor, ord)
+		CROSS JOIN LATERAL (SELECT DISTINCT ON (d.message_seq) m.* FROM dead_letters d
+			JOIN messages m ON m.partition_id = d.partition_id AND m.seq = d.message_seq
+			WHERE d.partition_id = k.partition_id AND d.message_seq < k.below AND d.message_seq > k.floor
+			  AND m.created_at < $3
+			ORDER BY d.message_seq DESC LIMIT $4) m
 		ORDER BY k.ord, m.seq DESC`
 
 	sqlCtlDeleteMessage     = `DELETE FROM messages WHERE partition_id = $1 AND seq = $2`
@@ -173,12 +194,18 @@ type listSource struct {
 	tenant string
 }
 
-func (l *listSource) Partitions() ([]listing.Partition, error) {
-	rows, _ := l.s.pool.Query(l.ctx, sqlCtlListPartitions, l.tenant, l.p.Queue, l.p.Partition, l.p.Namespace,
-		l.p.Task, l.p.From.UnixMilli())
+func (l *listSource) Partitions(status store.MessageStatus) ([]listing.Partition, error) {
+	args := []any{l.tenant, l.p.Queue, l.p.Partition, l.p.Namespace, l.p.Task, l.p.From.UnixMilli()}
+	query := sqlCtlListPartitions
 	var out []listing.Partition
 	var pt listing.Partition
-	if _, err := pgx.ForEachRow(rows, []any{&pt.Key, &pt.Newest}, func() error {
+	dest := []any{&pt.Key, &pt.Newest}
+	if status != "" {
+		query, args = sqlCtlListPartitionsFacts, append(args, l.p.Now.UnixMilli())
+		dest = append(dest, &pt.LastOffset, &pt.MinCursor, &pt.Leased, &pt.DeadLetters)
+	}
+	rows, _ := l.s.pool.Query(l.ctx, query, args...)
+	if _, err := pgx.ForEachRow(rows, dest, func() error {
 		out = append(out, pt)
 		return nil
 	}); err != nil {
@@ -202,14 +229,18 @@ func (l *listSource) Describe(keys []int64) (map[int64]store.ListedMessage, erro
 	return out, nil
 }
 
-func (l *listSource) Newest(keys, below []int64, n int) ([][]listing.Row, error) {
+func (l *listSource) Newest(keys, floor, below []int64, n int, dead bool) ([][]listing.Row, error) {
 	b := make([]int64, len(below))
 	for i, v := range below {
 		if b[i] = v; v == 0 {
 			b[i] = math.MaxInt64
 		}
 	}
-	rows, _ := l.s.pool.Query(l.ctx, sqlCtlListNewest, keys, b, l.p.To.UnixMilli(), n)
+	query := sqlCtlListNewest
+	if dead {
+		query = sqlCtlListNewestDead
+	}
+	rows, _ := l.s.pool.Query(l.ctx, query, keys, b, l.p.To.UnixMilli(), n, floor)
 	out := make([][]listing.Row, len(keys))
 	var ord int64
 	var r listing.Row

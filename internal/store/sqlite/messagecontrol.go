@@ -52,15 +52,34 @@ const (
 	sqlCtlListPartitions = `SELECT p.id, p.last_message_at FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR p.name = ?3)
 		  AND (?4 = '' OR q.namespace = ?4) AND (?5 = '' OR q.task = ?5) AND p.last_message_at >= ?6`
+	// The same with what a status filter needs (?7: now).
+	sqlCtlListPartitionsFacts = `SELECT p.id, p.last_message_at, p.last_offset,
+			COALESCE((SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), -1),
+			EXISTS (SELECT 1 FROM lanes l WHERE l.partition_id = p.id AND l.lease_id IS NOT NULL
+				AND l.lease_expires_at > ?7),
+			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = p.id)
+		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR p.name = ?3)
+		  AND (?4 = '' OR q.namespace = ?4) AND (?5 = '' OR q.task = ?5) AND p.last_message_at >= ?6`
 	sqlCtlDescribe = `SELECT p.id, p.uuid, p.name, q.name, q.namespace, q.task, q.priority
 		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id IN (SELECT value FROM json_each(?))`
-	// A partition's newest messages below an offset (?2) created before the
-	// window's end (?3): one backward range of its primary key.
+	// A partition's newest messages with an offset in (?5, ?2) created
+	// before the window's end (?3): one backward range of its primary key.
 	sqlCtlListNewest = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), created_at,
 			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = ?1 AND d.message_seq = m.seq)
 		FROM messages m INDEXED BY messages_partition
-		WHERE m.partition_id = ?1 AND m.seq < ?2 AND m.created_at < ?3
+		WHERE m.partition_id = ?1 AND m.seq < ?2 AND m.seq > ?5 AND m.created_at < ?3
 		ORDER BY m.seq DESC
+		LIMIT ?4`
+	// The same for dead-lettered messages only, read through the partition's
+	// dead letters.
+	sqlCtlListNewestDead = `SELECT m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''),
+			COALESCE(m.producer_sub, ''), m.created_at, 1
+		FROM dead_letters d JOIN messages m ON m.seq = d.message_seq
+		WHERE d.partition_id = ?1 AND d.message_seq < ?2 AND d.message_seq > ?5 AND m.partition_id = ?1
+		  AND m.created_at < ?3
+		GROUP BY d.message_seq
+		ORDER BY d.message_seq DESC
 		LIMIT ?4`
 )
 
@@ -180,18 +199,25 @@ type listSource struct {
 	db     *sql.DB
 	p      *store.MessageListParams
 	tenant string
-	newest *sql.Stmt // sqlCtlListNewest, prepared once per listing
+	// sqlCtlListNewest and sqlCtlListNewestDead, prepared once per listing
+	newest, newestDead *sql.Stmt
 }
 
 func (l *listSource) close() {
-	if l.newest != nil {
-		l.newest.Close()
+	for _, s := range []*sql.Stmt{l.newest, l.newestDead} {
+		if s != nil {
+			s.Close()
+		}
 	}
 }
 
-func (l *listSource) Partitions() ([]listing.Partition, error) {
-	rows, err := l.db.QueryContext(l.ctx, sqlCtlListPartitions, l.tenant, l.p.Queue, l.p.Partition, l.p.Namespace,
-		l.p.Task, l.p.From.UnixMilli())
+func (l *listSource) Partitions(status store.MessageStatus) ([]listing.Partition, error) {
+	args := []any{l.tenant, l.p.Queue, l.p.Partition, l.p.Namespace, l.p.Task, l.p.From.UnixMilli()}
+	query := sqlCtlListPartitions
+	if status != "" {
+		query, args = sqlCtlListPartitionsFacts, append(args, l.p.Now.UnixMilli())
+	}
+	rows, err := l.db.QueryContext(l.ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
@@ -199,7 +225,11 @@ func (l *listSource) Partitions() ([]listing.Partition, error) {
 	var out []listing.Partition
 	for rows.Next() {
 		var pt listing.Partition
-		if err := rows.Scan(&pt.Key, &pt.Newest); err != nil {
+		dest := []any{&pt.Key, &pt.Newest}
+		if status != "" {
+			dest = append(dest, &pt.LastOffset, &pt.MinCursor, &pt.Leased, &pt.DeadLetters)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list partitions: %w", err)
 		}
 		out = append(out, pt)
@@ -226,13 +256,18 @@ func (l *listSource) Describe(keys []int64) (map[int64]store.ListedMessage, erro
 	return out, rows.Err()
 }
 
-func (l *listSource) Newest(keys, below []int64, n int) ([][]listing.Row, error) {
-	if l.newest == nil {
-		stmt, err := l.db.PrepareContext(l.ctx, sqlCtlListNewest)
+func (l *listSource) Newest(keys, floor, below []int64, n int, dead bool) ([][]listing.Row, error) {
+	stmt := &l.newest
+	query := sqlCtlListNewest
+	if dead {
+		stmt, query = &l.newestDead, sqlCtlListNewestDead
+	}
+	if *stmt == nil {
+		prepared, err := l.db.PrepareContext(l.ctx, query)
 		if err != nil {
 			return nil, fmt.Errorf("list messages: %w", err)
 		}
-		l.newest = stmt
+		*stmt = prepared
 	}
 	out := make([][]listing.Row, len(keys))
 	for i, k := range keys {
@@ -240,7 +275,7 @@ func (l *listSource) Newest(keys, below []int64, n int) ([][]listing.Row, error)
 		if b == 0 {
 			b = math.MaxInt64
 		}
-		rows, err := l.newest.QueryContext(l.ctx, k, b, l.p.To.UnixMilli(), n)
+		rows, err := (*stmt).QueryContext(l.ctx, k, b, l.p.To.UnixMilli(), n, floor[i])
 		if err != nil {
 			return nil, fmt.Errorf("list messages: %w", err)
 		}

@@ -274,14 +274,16 @@ func runMessages(t *testing.T, newStore func(t *testing.T) store.Store) {
 		p.Batch = 4
 		got := Pop(t, s, p)
 		Ack(t, s, now, AckOf(got[1], store.QueueMode, p.LeaseID, store.AckCompleted)) // 0 and 1 completed
+		deadLetter(t, s, ms[5], "audit", now)                                         // 5 dead for another group
+		deadLetter(t, s, ms[0], "audit", now)                                         // and 0
 		for _, tc := range []struct {
 			status store.MessageStatus
 			want   []pushed
 		}{
-			{store.StatusCompleted, ms[:2]},
+			{store.StatusCompleted, ms[1:2]},
 			{store.StatusProcessing, ms[2:4]},
-			{store.StatusPending, ms[4:]},
-			{store.StatusDeadLetter, nil},
+			{store.StatusPending, ms[4:5]},
+			{store.StatusDeadLetter, []pushed{ms[0], ms[5]}},
 		} {
 			p := window(now)
 			p.Status = tc.status
