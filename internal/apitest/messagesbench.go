@@ -16,13 +16,13 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// MeasureControlRoutes fills st with a queue of n messages spread over
+// MeasureMessageRoutes fills st with a queue of n messages spread over
 // parts partitions (a third of them consumed, a thousand dead-lettered, a
 // thousand traced), serves it, and logs the median and 90th percentile
 // latency of every control-plane route of messages, the DLQ and traces, as
 // a client sees it over HTTP on this machine. It is a measurement, not a
 // test of correctness: drivers run it on demand (QUEEN_CONTROL_BENCH=1).
-func MeasureControlRoutes(t *testing.T, st store.Store, n, parts int) {
+func MeasureMessageRoutes(t *testing.T, st store.Store, n, parts int) {
 	ctx := context.Background()
 	const queue, group = "bench", "audit"
 	fillStart := time.Now()
@@ -144,7 +144,7 @@ func MeasureControlRoutes(t *testing.T, st store.Store, n, parts int) {
 	measure("POST /api/v1/dlq/retry (filter, 10)", func(i int) (string, string, any, int) {
 		return "POST", "/api/v1/dlq/retry", map[string]any{"queue": queue, "limit": 10}, http.StatusOK
 	})
-	measure("DELETE /api/v1/dlq?queue=&consumerGroup=", get2("DELETE", "/api/v1/dlq?queue="+queue+"&consumerGroup=nobody"))
+	measure("DELETE /api/v1/dlq?queue=&consumerGroup=", fixedRequest("DELETE", "/api/v1/dlq?queue="+queue+"&consumerGroup=nobody"))
 	measure("POST /api/v1/traces", func(i int) (string, string, any, int) {
 		r := live[300+i]
 		return "POST", "/api/v1/traces", map[string]any{"partitionId": r.PartitionID, "transactionId": r.TransactionID,
@@ -160,13 +160,13 @@ func MeasureControlRoutes(t *testing.T, st store.Store, n, parts int) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %d messages over %d partitions, %d requests per route:\n", st.Engine(), n, parts, rounds)
 	for _, r := range results {
-		fmt.Fprintf(&b, "  %-52s p50 %8.2f ms   p90 %8.2f ms\n", r.name, ms(r.p50), ms(r.p90))
+		fmt.Fprintf(&b, "  %-52s p50 %8.2f ms   p90 %8.2f ms\n", r.name, msOf(r.p50), msOf(r.p90))
 	}
 	t.Log(b.String())
 }
 
-func get2(method, path string) func(int) (string, string, any, int) {
+func fixedRequest(method, path string) func(int) (string, string, any, int) {
 	return func(int) (string, string, any, int) { return method, path, nil, http.StatusOK }
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
