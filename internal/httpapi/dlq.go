@@ -25,14 +25,15 @@ type deadLetterJSON struct {
 	FailedAt      string          `json:"failedAt"`
 }
 
-type paginationJSON struct {
+// pageJSON is the pagination echo of the DLQ and trace listings.
+type pageJSON struct {
 	Limit  int `json:"limit"`
 	Offset int `json:"offset"`
 }
 
 type dlqListJSON struct {
 	Messages   []deadLetterJSON `json:"messages"`
-	Pagination paginationJSON   `json:"pagination"`
+	Pagination pageJSON         `json:"pagination"`
 }
 
 // dlqFilter reads the filters GET and DELETE /api/v1/dlq share.
@@ -53,7 +54,7 @@ func (a *api) listDLQ(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := dlqListJSON{Messages: make([]deadLetterJSON, len(dl)), Pagination: paginationJSON{p.Limit, p.Offset}}
+	out := dlqListJSON{Messages: make([]deadLetterJSON, len(dl)), Pagination: pageJSON{p.Limit, p.Offset}}
 	for i, d := range dl {
 		out.Messages[i] = deadLetterJSON{
 			ID: d.MessageID, TransactionID: d.TransactionID, PartitionID: d.PartitionID, Queue: d.Queue,

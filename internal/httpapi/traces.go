@@ -191,7 +191,7 @@ type namedTraceJSON struct {
 type tracesByNameJSON struct {
 	Traces     []namedTraceJSON `json:"traces"`
 	Total      int              `json:"total"`
-	Pagination paginationJSON   `json:"pagination"`
+	Pagination pageJSON         `json:"pagination"`
 }
 
 func (a *api) tracesByName(w http.ResponseWriter, r *http.Request) error {
@@ -210,7 +210,7 @@ func (a *api) tracesByName(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := tracesByNameJSON{Traces: make([]namedTraceJSON, len(res.Traces)), Total: res.Total,
-		Pagination: paginationJSON{p.Limit, p.Offset}}
+		Pagination: pageJSON{p.Limit, p.Offset}}
 	for i := range res.Traces {
 		t := &res.Traces[i]
 		out.Traces[i] = namedTraceJSON{ID: t.ID, TransactionID: t.TransactionID, PartitionID: t.PartitionID,
@@ -232,7 +232,7 @@ type traceNameJSON struct {
 type traceNamesJSON struct {
 	TraceNames []traceNameJSON `json:"trace_names"`
 	Total      int             `json:"total"`
-	Pagination paginationJSON  `json:"pagination"`
+	Pagination pageJSON        `json:"pagination"`
 }
 
 func (a *api) traceNames(w http.ResponseWriter, r *http.Request) error {
@@ -247,7 +247,7 @@ func (a *api) traceNames(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := traceNamesJSON{TraceNames: make([]traceNameJSON, len(res.Names)), Total: res.Total,
-		Pagination: paginationJSON{p.Limit, p.Offset}}
+		Pagination: pageJSON{p.Limit, p.Offset}}
 	for i, n := range res.Names {
 		out.TraceNames[i] = traceNameJSON{TraceName: n.Name, TraceCount: n.TraceCount, MessageCount: n.MessageCount,
 			LastSeen: timestamp(n.LastSeen)}
