@@ -180,6 +180,7 @@ func (a *api) routes() []route {
 		a.maintenanceRoutes(),
 		a.probeRoutes(),
 		a.identityRoutes(),
+		a.messageControlRoutes(),
 	)
 }
 

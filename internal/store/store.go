@@ -48,12 +48,15 @@ var (
 // Store is the storage engine behind a broker: every interface below. All
 // methods are safe for concurrent use.
 type Store interface {
+	DLQStore
 	EngineStore
 	GroupStore
 	LaneStore
+	MessageControlStore
 	MessageStore
 	QueueStore
 	SettingStore
+	TraceStore
 	TxStore
 }
 

@@ -6,7 +6,8 @@
 // Design in short (see migrations/001_init.up.sql for the tables):
 //
 //   - Offsets come from a counter in the partitions row, bumped under its row
-//     lock, so they grow in commit order within a partition and have no gaps.
+//     lock, so they grow in commit order within a partition and have no gaps
+//     (until the control plane deletes a single message).
 //   - A lane (partition × consumer group) is one row holding cursor, lease and
 //     retry counter (lane.State). Rows exist for every (partition, joined
 //     group), and a partial index over lanes that may have unread messages

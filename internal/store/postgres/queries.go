@@ -142,8 +142,9 @@ const (
 	// live lease ($3 = now), outside the window buffer, not tried yet ($4),
 	// least recently claimed first, skipping lanes another transaction holds;
 	// none before the group has joined. Served by the partial index
-	// lanes_ready. On a queue with delayedProcessing the head message (offsets
-	// have no gaps: it is cursor + 1) must be due, so that lanes holding only
+	// lanes_ready. On a queue with delayedProcessing the head message (the
+	// first after the cursor: usually cursor + 1, but a message deleted by
+	// the control plane leaves a gap) must be due, so that lanes holding only
 	// delayed messages do not crowd out due ones; a scalar subquery, because
 	// the planner would turn EXISTS into a hashed scan of all messages.
 	sqlPopClaim = sqlPopQueue + `, c AS MATERIALIZED (
@@ -155,7 +156,8 @@ const (
 			  AND p.last_message_at <= $3 - (SELECT window_buffer FROM q) * 1000
 			  AND l.partition_id <> ALL($4::bigint[])
 			  AND ((SELECT delayed FROM q) = 0 OR (SELECT m.created_at FROM messages m
-				WHERE m.partition_id = l.partition_id AND m.seq = l.cursor + 1) <= $3 - (SELECT delayed FROM q) * 1000)
+				WHERE m.partition_id = l.partition_id AND m.seq > l.cursor ORDER BY m.seq LIMIT 1)
+				<= $3 - (SELECT delayed FROM q) * 1000)
 			ORDER BY l.last_claimed_at
 			LIMIT $5
 			FOR UPDATE OF l SKIP LOCKED

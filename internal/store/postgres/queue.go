@@ -271,8 +271,8 @@ func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*sto
 	return out, err
 }
 
-// purgePartition deletes up to budget messages and dead letters of a deleted
-// partition, and when none are left its lanes and its purge entry. It
+// purgePartition deletes up to budget messages, dead letters and traces of a
+// deleted partition, and when none are left its lanes and its purge entry. It
 // reports whether the partition is finished and how many rows it deleted.
 func (t *txn) purgePartition(pid int64, budget int) (bool, int, error) {
 	deleted := 0
@@ -285,6 +285,10 @@ func (t *txn) purgePartition(pid int64, budget int) (bool, int, error) {
 		if deleted >= budget {
 			return false, deleted, nil
 		}
+	}
+	n, err := t.deleteTraces(pid, "", budget-deleted)
+	if deleted += n; err != nil || deleted >= budget {
+		return false, deleted, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlPurgeLanes, pid)

@@ -103,8 +103,8 @@ func (s *Store) QueuePurge(ctx context.Context, p *store.QueuePurgeParams) (*sto
 	return out, err
 }
 
-// purgePartition deletes up to budget messages and dead letters of a deleted
-// partition, and when none are left its lanes and the partition itself. It
+// purgePartition deletes up to budget messages, dead letters and traces of a
+// deleted partition, and when none are left its lanes and the partition itself. It
 // reports whether the partition is gone and how many rows it deleted.
 func purgePartition(ctx context.Context, tx *sql.Tx, pid int64, budget int) (bool, int, error) {
 	deleted := 0
@@ -118,6 +118,10 @@ func purgePartition(ctx context.Context, tx *sql.Tx, pid int64, budget int) (boo
 		if deleted >= budget {
 			return false, deleted, nil
 		}
+	}
+	n, err := deleteTraces(ctx, tx, pid, "", budget-deleted)
+	if deleted += n; err != nil || deleted >= budget {
+		return false, deleted, err
 	}
 	for _, q := range []string{sqlPurgeLanes, sqlPurgePartition, sqlPurgeDone} {
 		if _, err := tx.ExecContext(ctx, q, pid); err != nil {

@@ -1,0 +1,379 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// Dead letters matching a filter: $1 tenant, $2 queue, $3 consumer group,
+// $4 partition name, [$5, $6) failure time. Dead letters of deleted queues
+// join no partition.
+const dlqWhere = `q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR d.consumer_group = $3)
+	AND ($4 = '' OR p.name = $4) AND d.failed_at >= $5 AND d.failed_at < $6`
+
+const (
+	// A page of dead letters, newest failure first (dead_letters_failed).
+	sqlDLQList = `SELECT d.consumer_group, d.error, d.retry_count, d.failed_at, m.id, m.transaction_id,
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.created_at, p.uuid, p.name, q.name
+		FROM dead_letters d
+		JOIN partitions p ON p.id = d.partition_id
+		JOIN queues q ON q.id = p.queue_id
+		JOIN messages m ON m.partition_id = d.partition_id AND m.seq = d.message_seq
+		WHERE ` + dlqWhere + `
+		ORDER BY d.failed_at DESC, d.id DESC
+		LIMIT $7 OFFSET $8`
+	sqlDLQDelete = `DELETE FROM dead_letters WHERE id IN (
+		SELECT d.id FROM dead_letters d
+		JOIN partitions p ON p.id = d.partition_id
+		JOIN queues q ON q.id = p.queue_id
+		WHERE ` + dlqWhere + `
+		LIMIT $7)`
+	// Take the oldest dead letters matching the filter (skipping those a
+	// concurrent requeue holds) and return their messages.
+	sqlDLQTakeOldest = `DELETE FROM dead_letters WHERE id IN (
+			SELECT d.id FROM dead_letters d
+			JOIN partitions p ON p.id = d.partition_id
+			JOIN queues q ON q.id = p.queue_id
+			WHERE ` + dlqWhere + `
+			ORDER BY d.failed_at, d.id
+			LIMIT $7
+			FOR UPDATE OF d SKIP LOCKED)
+		RETURNING partition_id, message_seq`
+	// Take the named messages' dead letters matching the filter. A
+	// concurrent requeue of the same one waits, then finds it gone.
+	sqlDLQTakeOf = `DELETE FROM dead_letters d USING partitions p, queues q
+		WHERE p.id = d.partition_id AND q.id = p.queue_id AND ` + dlqWhere + `
+		  AND (d.partition_id, d.message_seq) IN (SELECT * FROM unnest($7::bigint[], $8::bigint[]))
+		RETURNING d.partition_id, d.message_seq`
+	// The named messages, of the tenant's queues.
+	sqlDLQMessagesByRef = `SELECT a.ord, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
+		JOIN partitions p ON p.uuid = a.partition_uuid
+		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
+		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id`
+	// Messages by offset.
+	sqlDLQMessagesAt = `SELECT 0::bigint, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
+		FROM unnest($1::bigint[], $2::bigint[]) AS a(partition_id, seq)
+		JOIN partitions p ON p.id = a.partition_id
+		JOIN queues q ON q.id = p.queue_id
+		JOIN messages m ON m.partition_id = a.partition_id AND m.seq = a.seq`
+	// Which of these transactionIds are taken in their partition.
+	sqlTxnsTaken = `SELECT m.partition_id, m.transaction_id FROM messages m
+		JOIN unnest($1::bigint[], $2::text[]) AS a(partition_id, transaction_id)
+			ON m.partition_id = a.partition_id AND m.transaction_id = a.transaction_id`
+)
+
+// dlqArgs are the filter's arguments $1 to $6.
+func dlqArgs(tenant string, f *store.DLQFilter) []any {
+	var from, to int64 = math.MinInt64, math.MaxInt64
+	if !f.From.IsZero() {
+		from = f.From.UnixMilli()
+	}
+	if !f.To.IsZero() {
+		to = f.To.UnixMilli()
+	}
+	return []any{tenant, f.Queue, f.ConsumerGroup, f.Partition, from, to}
+}
+
+// DLQList reads a page of dead letters.
+func (s *Store) DLQList(ctx context.Context, p *store.DLQListParams) ([]store.DeadLetter, error) {
+	if err := s.readable(ctx); err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, _ := s.pool.Query(ctx, sqlDLQList, append(dlqArgs(store.TenantOrDefault(p.Tenant), &p.DLQFilter), limit,
+		p.Offset)...)
+	out := []store.DeadLetter{}
+	var d store.DeadLetter
+	var failedAt, createdAt int64
+	_, err := pgx.ForEachRow(rows, []any{&d.ConsumerGroup, &d.Error, &d.RetryCount, &failedAt, &d.MessageID,
+		&d.TransactionID, &d.TraceID, &d.ProducerSub, &d.Payload, &createdAt, &d.PartitionID, &d.Partition,
+		&d.Queue}, func() error {
+		r := d
+		r.FailedAt, r.CreatedAt = time.UnixMilli(failedAt).UTC(), time.UnixMilli(createdAt).UTC()
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("postgres: list dead letters", err)
+	}
+	return out, nil
+}
+
+// DLQDelete deletes up to p.Limit dead letters in one transaction.
+func (s *Store) DLQDelete(ctx context.Context, p *store.DLQDeleteParams) (int, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	n := 0
+	err := s.inTx(ctx, "delete dead letters", func(t *txn) error {
+		tag, err := t.tx.Exec(t.ctx, sqlDLQDelete, append(dlqArgs(store.TenantOrDefault(p.Tenant), &p.DLQFilter),
+			limit)...)
+		if err != nil {
+			return fmt.Errorf("delete dead letters: %w", err)
+		}
+		n = int(tag.RowsAffected())
+		return nil
+	})
+	return n, err
+}
+
+// MessageRequeue requeues one dead-lettered message.
+func (s *Store) MessageRequeue(ctx context.Context, p *store.MessageRequeueParams) (*store.Requeued, error) {
+	res, err := s.DLQRequeue(ctx, &store.DLQRequeueParams{
+		DLQFilter: store.DLQFilter{ConsumerGroup: p.ConsumerGroup},
+		Now:       p.Now, Refs: []store.MessageRef{p.MessageRef}, Tenant: p.Tenant,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return store.SingleRequeue(res)
+}
+
+// dlqPick is a dead-lettered message to requeue.
+type dlqPick struct {
+	ref       store.MessageRef
+	pid       int64
+	partition string
+	queue     string
+	msg       ctlMessage
+}
+
+// DLQRequeue requeues a selection of dead-lettered messages in one
+// transaction: it deletes their dead letters first (so that two concurrent
+// requeues of one message cannot both push it), then pushes the messages
+// again in their order within each partition.
+func (s *Store) DLQRequeue(ctx context.Context, p *store.DLQRequeueParams) (*store.DLQRequeueResult, error) {
+	tenant := store.TenantOrDefault(p.Tenant)
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out *store.DLQRequeueResult
+	err := s.inTx(ctx, "requeue dead letters", func(t *txn) error {
+		out = &store.DLQRequeueResult{}
+		var picks []*dlqPick
+		var err error
+		if len(p.Refs) > 0 {
+			picks, out.Failed, err = t.takeRefs(tenant, p)
+		} else {
+			picks, err = t.takeOldest(tenant, &p.DLQFilter, limit)
+		}
+		if err != nil {
+			return err
+		}
+		out.Requeued, err = t.requeue(tenant, picks, p.Now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanPicks reads rows of sqlDLQMessagesByRef or sqlDLQMessagesAt.
+func scanPicks(rows pgx.Rows) (map[int64]*dlqPick, []*dlqPick, error) {
+	byOrd := make(map[int64]*dlqPick)
+	var all []*dlqPick
+	var ord int64
+	var pk dlqPick
+	_, err := pgx.ForEachRow(rows, []any{&ord, &pk.pid, &pk.ref.PartitionID, &pk.partition, &pk.queue, &pk.msg.seq,
+		&pk.msg.id, &pk.msg.transactionID, &pk.msg.traceID, &pk.msg.producerSub, &pk.msg.payload}, func() error {
+		c := pk
+		c.ref.TransactionID = c.msg.transactionID
+		byOrd[ord] = &c
+		all = append(all, &c)
+		return nil
+	})
+	return byOrd, all, err
+}
+
+// takeRefs resolves the named messages and takes their dead letters that
+// match the filter; the others are failures.
+func (t *txn) takeRefs(tenant string, p *store.DLQRequeueParams) ([]*dlqPick, []store.RequeueFailure, error) {
+	var refs []store.MessageRef
+	seen := make(map[store.MessageRef]bool, len(p.Refs))
+	for _, r := range p.Refs {
+		if !seen[r] {
+			seen[r] = true
+			refs = append(refs, r)
+		}
+	}
+	puuids, txns := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		puuids[i], txns[i] = r.PartitionID, r.TransactionID
+	}
+	rows, _ := t.tx.Query(t.ctx, sqlDLQMessagesByRef, puuids, txns, tenant)
+	byOrd, found, err := scanPicks(rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read messages: %w", err)
+	}
+	taken, err := t.takeOf(tenant, &p.DLQFilter, found)
+	if err != nil {
+		return nil, nil, err
+	}
+	var picks []*dlqPick
+	var failed []store.RequeueFailure
+	for i, r := range refs {
+		pk := byOrd[int64(i+1)]
+		switch {
+		case pk == nil:
+			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: store.ErrTextMessageNotFound})
+		case taken[[2]int64{pk.pid, pk.msg.seq}] == 0:
+			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: store.ErrNotDeadLettered.Error()})
+		default:
+			picks = append(picks, pk)
+		}
+	}
+	return picks, failed, nil
+}
+
+// takeOf deletes the dead letters of picks that match the filter and counts
+// them per message.
+func (t *txn) takeOf(tenant string, f *store.DLQFilter, picks []*dlqPick) (map[[2]int64]int, error) {
+	taken := make(map[[2]int64]int)
+	if len(picks) == 0 {
+		return taken, nil
+	}
+	pids, seqs := make([]int64, len(picks)), make([]int64, len(picks))
+	for i, pk := range picks {
+		pids[i], seqs[i] = pk.pid, pk.msg.seq
+	}
+	rows, _ := t.tx.Query(t.ctx, sqlDLQTakeOf, append(dlqArgs(tenant, f), pids, seqs)...)
+	var k [2]int64
+	if _, err := pgx.ForEachRow(rows, []any{&k[0], &k[1]}, func() error {
+		taken[k]++
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("take dead letters: %w", err)
+	}
+	return taken, nil
+}
+
+// takeOldest takes the oldest dead letters matching the filter and returns
+// their messages.
+func (t *txn) takeOldest(tenant string, f *store.DLQFilter, limit int) ([]*dlqPick, error) {
+	rows, _ := t.tx.Query(t.ctx, sqlDLQTakeOldest, append(dlqArgs(tenant, f), limit)...)
+	var pids, seqs []int64
+	seen := make(map[[2]int64]bool)
+	var k [2]int64
+	if _, err := pgx.ForEachRow(rows, []any{&k[0], &k[1]}, func() error {
+		if !seen[k] {
+			seen[k] = true
+			pids, seqs = append(pids, k[0]), append(seqs, k[1])
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("take dead letters: %w", err)
+	}
+	if len(pids) == 0 {
+		return nil, nil
+	}
+	rows, _ = t.tx.Query(t.ctx, sqlDLQMessagesAt, pids, seqs)
+	_, picks, err := scanPicks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	return picks, nil
+}
+
+// requeue pushes the picked messages again, in offset order within each
+// partition, under the first free "<transactionId>:retry:<n>".
+func (t *txn) requeue(tenant string, picks []*dlqPick, now time.Time) ([]store.Requeued, error) {
+	if len(picks) == 0 {
+		return []store.Requeued{}, nil
+	}
+	slices.SortStableFunc(picks, func(a, b *dlqPick) int {
+		return cmp.Or(cmp.Compare(a.pid, b.pid), cmp.Compare(a.msg.seq, b.msg.seq))
+	})
+	txns, err := t.freeRetryIDs(picks)
+	if err != nil {
+		return nil, err
+	}
+	nowMs := now.UnixMilli()
+	items := make([]store.PushItem, len(picks))
+	entries := make([]pushEntry, len(picks))
+	for i, pk := range picks {
+		items[i] = store.PushItem{
+			MessageID: newUUID(), Partition: pk.partition, Payload: pk.msg.payload, ProducerSub: pk.msg.producerSub,
+			Queue: pk.queue, Tenant: tenant, TraceID: pk.msg.traceID, TransactionID: txns[i],
+		}
+		entries[i] = pushEntry{item: &items[i], atMs: nowMs}
+	}
+	res, err := t.push(entries)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Requeued, len(picks))
+	for i, pk := range picks {
+		if res[i].Status != store.PushQueued {
+			// A push took the transactionId after it was found free.
+			return nil, fmt.Errorf("requeue %s: %w", txns[i], errStale)
+		}
+		out[i] = store.Requeued{MessageID: items[i].MessageID, OriginalTransactionID: pk.msg.transactionID,
+			PartitionID: pk.ref.PartitionID, Queue: pk.queue, TransactionID: txns[i]}
+	}
+	return out, nil
+}
+
+// freeRetryIDs finds for every pick the first "<txn>:retry:<n>" that is free
+// in its partition and not given to another pick: one query per round, and
+// a second round only for the picks whose candidate was taken.
+func (t *txn) freeRetryIDs(picks []*dlqPick) ([]string, error) {
+	n := make([]int, len(picks))
+	txns := make([]string, len(picks))
+	done := make([]bool, len(picks))
+	given := make(map[[2]string]bool, len(picks))
+	for {
+		var idx []int
+		var pids []int64
+		var cands []string
+		for i, pk := range picks {
+			if done[i] {
+				continue
+			}
+			for {
+				n[i]++
+				txns[i] = store.RetryTransactionID(pk.msg.transactionID, n[i])
+				if !given[[2]string{pk.ref.PartitionID, txns[i]}] {
+					break
+				}
+			}
+			given[[2]string{pk.ref.PartitionID, txns[i]}] = true
+			idx, pids, cands = append(idx, i), append(pids, pk.pid), append(cands, txns[i])
+		}
+		if len(idx) == 0 {
+			return txns, nil
+		}
+		rows, _ := t.tx.Query(t.ctx, sqlTxnsTaken, pids, cands)
+		type key struct {
+			pid int64
+			txn string
+		}
+		taken := make(map[key]bool)
+		var k key
+		if _, err := pgx.ForEachRow(rows, []any{&k.pid, &k.txn}, func() error {
+			taken[k] = true
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("read transactionIds: %w", err)
+		}
+		for _, i := range idx {
+			done[i] = !taken[key{picks[i].pid, txns[i]}]
+		}
+	}
+}

@@ -1,0 +1,373 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// Trace names keep summaries (trace_name_stats, trace_totals) exact under
+// concurrency: every writer locks the summary rows of the names it touches
+// in (tenant, name) order before it looks at trace_names, and trace_totals
+// last. A writer that then checks whether a name already traces a message
+// therefore sees every trace of that name committed before it.
+
+const (
+	// The message a trace is for: its partition.
+	sqlTraceTarget = `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
+		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3
+		WHERE p.uuid = $1 AND q.tenant = $2`
+	sqlTraceInsert = `INSERT INTO traces (uuid, partition_id, transaction_id, consumer_group, event_type, data,
+			worker_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8)
+		RETURNING id`
+	// One more trace under a name; reports whether the name is new.
+	sqlTraceStatsAdd = `INSERT INTO trace_name_stats AS s (tenant, name, trace_count, message_count, last_seen)
+		VALUES ($1, $2, 1, 0, $3)
+		ON CONFLICT (tenant, name) DO UPDATE SET trace_count = s.trace_count + 1,
+			last_seen = greatest(s.last_seen, excluded.last_seen)
+		RETURNING xmax = 0`
+	sqlTraceNameTraces = `SELECT EXISTS (SELECT 1 FROM trace_names
+		WHERE tenant = $1 AND name = $2 AND partition_id = $3 AND transaction_id = $4)`
+	sqlTraceNameInsert = `INSERT INTO trace_names (trace_id, tenant, name, partition_id, transaction_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`
+	sqlTraceStatsMessage = `UPDATE trace_name_stats SET message_count = message_count + 1
+		WHERE tenant = $1 AND name = $2`
+	sqlTraceTotalsAdd = `INSERT INTO trace_totals AS t (tenant, names) VALUES ($1, $2)
+		ON CONFLICT (tenant) DO UPDATE SET names = t.names + excluded.names`
+
+	// A message's traces, oldest first, and the names of some traces.
+	sqlTraceList = `SELECT t.id, t.uuid, t.consumer_group, t.event_type, t.data, COALESCE(t.worker_id, ''),
+			t.created_at
+		FROM traces t WHERE t.partition_id = $1 AND t.transaction_id = $2
+		ORDER BY t.created_at, t.id`
+	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id = ANY($1::bigint[])
+		ORDER BY trace_id, name`
+	// A page of a name's traces, oldest first, of queues that still exist.
+	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
+			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name, m.payload
+		FROM trace_names n
+		JOIN traces t ON t.id = n.trace_id
+		JOIN partitions p ON p.id = n.partition_id
+		JOIN queues q ON q.id = p.queue_id AND q.tenant = n.tenant
+		LEFT JOIN messages m ON m.partition_id = t.partition_id AND m.transaction_id = t.transaction_id
+		WHERE n.tenant = $1 AND n.name = $2
+		ORDER BY n.created_at, n.trace_id
+		LIMIT $3 OFFSET $4`
+	sqlTraceNameCount = `SELECT COALESCE((SELECT trace_count FROM trace_name_stats WHERE tenant = $1 AND name = $2), 0)`
+	sqlTraceNames     = `SELECT name, trace_count, message_count, last_seen FROM trace_name_stats
+		WHERE tenant = $1 ORDER BY last_seen DESC, name DESC LIMIT $2 OFFSET $3`
+	sqlTraceNamesTotal = `SELECT COALESCE((SELECT names FROM trace_totals WHERE tenant = $1), 0)`
+
+	// Deleting a bounded batch of a partition's traces (or of one of its
+	// messages') and their names.
+	sqlTracesDelete = `DELETE FROM traces WHERE id IN (
+			SELECT id FROM traces WHERE partition_id = $1 AND ($2 = '' OR transaction_id = $2) LIMIT $3)
+		RETURNING id`
+	sqlTraceNamesDelete = `DELETE FROM trace_names WHERE trace_id = ANY($1::bigint[])
+		RETURNING tenant, name, partition_id, transaction_id`
+	sqlTraceStatsLock = `SELECT 1 FROM trace_name_stats s
+		JOIN unnest($1::text[], $2::text[]) AS k(tenant, name) ON s.tenant = k.tenant AND s.name = k.name
+		ORDER BY s.tenant, s.name FOR UPDATE OF s`
+	// Which (tenant, name, partition, transactionId) are still traced.
+	sqlTracePairsLeft = `SELECT k.tenant, k.name, k.partition_id, k.transaction_id
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS k(tenant, name, partition_id, transaction_id)
+		WHERE EXISTS (SELECT 1 FROM trace_names n WHERE n.tenant = k.tenant AND n.name = k.name
+			AND n.partition_id = k.partition_id AND n.transaction_id = k.transaction_id)`
+	sqlTraceStatsRemove = `UPDATE trace_name_stats SET trace_count = trace_count - $3,
+			message_count = message_count - $4
+		WHERE tenant = $1 AND name = $2
+		RETURNING trace_count`
+	sqlTraceStatsDrop = `DELETE FROM trace_name_stats WHERE tenant = $1 AND name = $2`
+)
+
+// TraceRecord stores a trace and updates its names' summaries. A trace is an
+// observation a client sends after the fact: it commits like an ack, without
+// waiting for the WAL flush.
+func (s *Store) TraceRecord(ctx context.Context, p *store.TraceRecordParams) error {
+	tenant := store.TenantOrDefault(p.Tenant)
+	names := slices.Clone(p.Names)
+	slices.Sort(names) // the summary rows' lock order
+	return s.inRelaxedTx(ctx, "record trace", func(t *txn) error {
+		var pid int64
+		err := t.tx.QueryRow(t.ctx, sqlTraceTarget, p.PartitionID, tenant, p.TransactionID).Scan(&pid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read message: %w", err)
+		}
+		nowMs := p.Now.UnixMilli()
+		var id int64
+		if err := t.tx.QueryRow(t.ctx, sqlTraceInsert, p.ID, pid, p.TransactionID, p.ConsumerGroup, p.EventType,
+			p.Data, p.WorkerID, nowMs).Scan(&id); err != nil {
+			return fmt.Errorf("record trace: %w", err)
+		}
+		added := 0
+		for _, name := range names {
+			var isNew, traced bool
+			if err := t.tx.QueryRow(t.ctx, sqlTraceStatsAdd, tenant, name, nowMs).Scan(&isNew); err != nil {
+				return fmt.Errorf("record trace: %w", err)
+			}
+			if isNew {
+				added++
+			}
+			if err := t.tx.QueryRow(t.ctx, sqlTraceNameTraces, tenant, name, pid, p.TransactionID).
+				Scan(&traced); err != nil {
+				return fmt.Errorf("record trace: %w", err)
+			}
+			b := &pgx.Batch{}
+			b.Queue(sqlTraceNameInsert, id, tenant, name, pid, p.TransactionID, nowMs)
+			if !traced {
+				b.Queue(sqlTraceStatsMessage, tenant, name)
+			}
+			if err := t.execBatch(b); err != nil {
+				return fmt.Errorf("record trace: %w", err)
+			}
+		}
+		if added > 0 {
+			if _, err := t.tx.Exec(t.ctx, sqlTraceTotalsAdd, tenant, added); err != nil {
+				return fmt.Errorf("record trace: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// deleteTraces deletes up to limit traces of partition pid (of its message
+// txn when txn is not ""), with their names, keeping the names' summaries
+// exact, and returns how many it deleted.
+func (t *txn) deleteTraces(pid int64, txn string, limit int) (int, error) {
+	rows, _ := t.tx.Query(t.ctx, sqlTracesDelete, pid, txn, limit)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	type nameKey struct{ tenant, name string }
+	type pairKey struct {
+		nameKey
+		pid int64
+		txn string
+	}
+	traces := make(map[nameKey]int)
+	pairs := make(map[pairKey]bool)
+	var k pairKey
+	rows, _ = t.tx.Query(t.ctx, sqlTraceNamesDelete, ids)
+	if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &k.pid, &k.txn}, func() error {
+		traces[k.nameKey]++
+		pairs[k] = true
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	if len(traces) == 0 {
+		return len(ids), nil
+	}
+	keys := make([]nameKey, 0, len(traces))
+	for nk := range traces {
+		keys = append(keys, nk)
+	}
+	slices.SortFunc(keys, func(a, b nameKey) int {
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.name, b.name))
+	})
+	tenants, names := make([]string, len(keys)), make([]string, len(keys))
+	for i, nk := range keys {
+		tenants[i], names[i] = nk.tenant, nk.name
+	}
+	if _, err := t.tx.Exec(t.ctx, sqlTraceStatsLock, tenants, names); err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	// With the summaries locked, every trace recorded under these names
+	// before is visible: a name stops tracing a message when none is left.
+	var pt, pn, ptx []string
+	var pp []int64
+	for pk := range pairs {
+		pt, pn, pp, ptx = append(pt, pk.tenant), append(pn, pk.name), append(pp, pk.pid), append(ptx, pk.txn)
+	}
+	rows, _ = t.tx.Query(t.ctx, sqlTracePairsLeft, pt, pn, pp, ptx)
+	if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &k.pid, &k.txn}, func() error {
+		delete(pairs, k)
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	messages := make(map[nameKey]int)
+	for pk := range pairs {
+		messages[pk.nameKey]++
+	}
+	dropped := make(map[string]int)
+	var tenantOrder []string
+	for _, nk := range keys {
+		var left int64
+		err := t.tx.QueryRow(t.ctx, sqlTraceStatsRemove, nk.tenant, nk.name, traces[nk], messages[nk]).Scan(&left)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("delete traces: %w", err)
+		}
+		if left > 0 {
+			continue
+		}
+		if _, err := t.tx.Exec(t.ctx, sqlTraceStatsDrop, nk.tenant, nk.name); err != nil {
+			return 0, fmt.Errorf("delete traces: %w", err)
+		}
+		if dropped[nk.tenant] == 0 {
+			tenantOrder = append(tenantOrder, nk.tenant)
+		}
+		dropped[nk.tenant]++
+	}
+	for _, tenant := range tenantOrder {
+		if _, err := t.tx.Exec(t.ctx, sqlTraceTotalsAdd, tenant, -dropped[tenant]); err != nil {
+			return 0, fmt.Errorf("delete traces: %w", err)
+		}
+	}
+	return len(ids), nil
+}
+
+// TraceList reads a message's traces and their names.
+func (s *Store) TraceList(ctx context.Context, p *store.TraceListParams) ([]store.Trace, error) {
+	if err := s.readable(ctx); err != nil {
+		return nil, err
+	}
+	var pid int64
+	err := s.pool.QueryRow(ctx, sqlTraceTarget, p.PartitionID, store.TenantOrDefault(p.Tenant), p.TransactionID).
+		Scan(&pid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, wrapErr("postgres: read traces", err)
+	}
+	rows, _ := s.pool.Query(ctx, sqlTraceList, pid, p.TransactionID)
+	out := []store.Trace{}
+	var ids []int64
+	var id, createdAt int64
+	tr := store.Trace{PartitionID: p.PartitionID, TransactionID: p.TransactionID}
+	if _, err := pgx.ForEachRow(rows, []any{&id, &tr.ID, &tr.ConsumerGroup, &tr.EventType, &tr.Data, &tr.WorkerID,
+		&createdAt}, func() error {
+		c := tr
+		c.CreatedAt = time.UnixMilli(createdAt).UTC()
+		ids = append(ids, id)
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, wrapErr("postgres: read traces", err)
+	}
+	if err := s.traceNames(ctx, ids, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// traceNames fills the names of traces (ids[i] is out[i]'s row id).
+func (s *Store) traceNames(ctx context.Context, ids []int64, out []store.Trace) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	at := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+		out[i].Names = []string{}
+	}
+	rows, _ := s.pool.Query(ctx, sqlTraceNamesOf, ids)
+	var id int64
+	var name string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+		i := at[id]
+		out[i].Names = append(out[i].Names, name)
+		return nil
+	}); err != nil {
+		return wrapErr("postgres: read trace names", err)
+	}
+	return nil
+}
+
+// TraceListByName reads a page of a name's traces and the name's count in
+// one pipelined batch, then the traces' names.
+func (s *Store) TraceListByName(ctx context.Context, p *store.TraceListByNameParams) (*store.TraceListByNameResult, error) {
+	if err := s.readable(ctx); err != nil {
+		return nil, err
+	}
+	tenant := store.TenantOrDefault(p.Tenant)
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlTraceNameCount, tenant, p.Name)
+	b.Queue(sqlTraceByName, tenant, p.Name, limit, p.Offset)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	res := &store.TraceListByNameResult{Traces: []store.Trace{}}
+	if err := br.QueryRow().Scan(&res.Total); err != nil {
+		return nil, wrapErr("postgres: read traces", err)
+	}
+	var ids []int64
+	var id, createdAt int64
+	var tr store.Trace
+	if _, err := pgx.ForEachRow(must(br.Query()), []any{&id, &tr.ID, &tr.TransactionID, &tr.ConsumerGroup,
+		&tr.EventType, &tr.Data, &tr.WorkerID, &createdAt, &tr.PartitionID, &tr.Partition, &tr.Queue,
+		&tr.Payload}, func() error {
+		c := tr
+		c.CreatedAt = time.UnixMilli(createdAt).UTC()
+		ids = append(ids, id)
+		res.Traces = append(res.Traces, c)
+		return nil
+	}); err != nil {
+		return nil, wrapErr("postgres: read traces", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, wrapErr("postgres: read traces", err)
+	}
+	if err := s.traceNames(ctx, ids, res.Traces); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// TraceNames reads a page of the name summaries and their total in one
+// pipelined batch.
+func (s *Store) TraceNames(ctx context.Context, p *store.TraceNamesParams) (*store.TraceNamesResult, error) {
+	if err := s.readable(ctx); err != nil {
+		return nil, err
+	}
+	tenant := store.TenantOrDefault(p.Tenant)
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlTraceNamesTotal, tenant)
+	b.Queue(sqlTraceNames, tenant, limit, p.Offset)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	res := &store.TraceNamesResult{Names: []store.TraceName{}}
+	if err := br.QueryRow().Scan(&res.Total); err != nil {
+		return nil, wrapErr("postgres: read trace names", err)
+	}
+	var n store.TraceName
+	var last int64
+	if _, err := pgx.ForEachRow(must(br.Query()), []any{&n.Name, &n.TraceCount, &n.MessageCount, &last}, func() error {
+		c := n
+		c.LastSeen = time.UnixMilli(last).UTC()
+		res.Names = append(res.Names, c)
+		return nil
+	}); err != nil {
+		return nil, wrapErr("postgres: read trace names", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, wrapErr("postgres: read trace names", err)
+	}
+	return res, nil
+}
