@@ -51,7 +51,9 @@ type Store interface {
 	EngineStore
 	LaneStore
 	MessageStore
+	OptionStore // queue options for the broker (encryption)
 	QueueStore
+	RetentionStore // retention, eviction and idle-partition sweeps
 	SettingStore
 	TxStore
 }

@@ -39,3 +39,8 @@ func ApplyPolicy(s *State, acks []Ack, p Policy, nowMs int64) ([]Verdict, []Dead
 func (s *State) Available(nowMs int64) bool {
 	return !s.Leased(nowMs) && s.RetryAt <= nowMs
 }
+
+// PolicyOf returns the retry policy of a queue's options.
+func PolicyOf(o store.QueueOptions) Policy {
+	return Policy{RetryLimit: o.RetryLimit, RetryDelayMs: int64(o.RetryDelay)}
+}
