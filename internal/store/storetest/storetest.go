@@ -47,6 +47,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Settings", func(t *testing.T) { runSettings(t, newStore) })
 	t.Run("Tenancy", func(t *testing.T) { runTenancy(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
+	t.Run("Options", func(t *testing.T) { runOptions(t, newStore) })     // options.go
+	t.Run("Retention", func(t *testing.T) { runRetention(t, newStore) }) // retention.go
 }
 
 // setup marks t parallel and returns a fresh store.
