@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Configure", s.testConfigure},
 		{"Maintenance", s.testMaintenance},
 		{"BadInput", s.testBadInput},
+		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},
 		{"LongPoll", s.testLongPoll},
 		{"Concurrency", s.testConcurrency},
