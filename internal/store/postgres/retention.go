@@ -361,13 +361,19 @@ func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
-	evicted := make(map[int64]bool)
+	// A message counts as evicted (once, whatever the number of groups)
+	// when the floor passes it: then every unleased lane has passed it, and
+	// the slowest of them was behind it, so that lane evicted it.
 	last := offs[len(offs)-1]
 	floor := last // lowered to the lowest cursor an unleased lane is left at
+	behind := int64(-1)
 	for i := range lanes {
 		l := &lanes[i]
 		if l.state.Leased(sw.nowMs) {
 			continue // its consumer is on it; a later sweep evicts the rest
+		}
+		if behind < 0 || l.state.Cursor < behind {
+			behind = l.state.Cursor
 		}
 		var mine []int64
 		for _, off := range offs {
@@ -378,7 +384,6 @@ func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
 		dead := l.state.Evict(mine, sw.nowMs)
 		for k := range dead {
 			sw.w.deadLetter(sp.id, l.group, &dead[k], sw.nowMs)
-			evicted[dead[k].Offset] = true
 		}
 		sw.budget -= len(dead)
 		if len(dead) > 0 && joined {
@@ -391,11 +396,20 @@ func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
 			floor, more = min(floor, l.state.Cursor), true // the budget ran out
 		}
 	}
+	if behind < 0 {
+		return false, nil // every lane is leased: a later sweep
+	}
+	evicted := 0
+	for _, off := range offs {
+		if off > max(sp.floor, behind) && off <= floor {
+			evicted++
+		}
+	}
 	if _, err := sw.tx.Exec(sw.ctx, sqlSweepFloor, sp.id, floor); err != nil {
 		return false, fmt.Errorf("retention sweep: move floor: %w", err)
 	}
-	sw.removed += len(evicted)
-	sw.history[sp.queue] += len(evicted)
+	sw.removed += evicted
+	sw.history[sp.queue] += evicted
 	return more, nil
 }
 
