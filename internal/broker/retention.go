@@ -6,14 +6,14 @@ import (
 
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
-	"github.com/queen-go/queen/internal/store/purge"
+	"github.com/queen-go/queen/internal/store/sweep"
 )
 
 // The retention and eviction services apply the queue options
 // retentionSeconds, completedRetentionSeconds (retention) and
 // maxWaitTimeSeconds (eviction), and delete partitions left empty and idle.
-// Each runs its sweeps as short store steps (store.RetentionStore) sized
-// like the purge of deleted queues (package purge): each step takes a few
+// Each runs its sweeps as short store steps (store.RetentionStore) driven
+// by package sweep like the purge of deleted queues: each step takes a few
 // milliseconds and is followed by a pause twice as long, so that pushes and
 // pops never wait long behind a sweep. On a database shared by several
 // brokers one broker at a time runs each service (service.Exclusive).
@@ -94,9 +94,9 @@ func (b *Broker) newSweeps(cfg SweepConfig) *sweeps {
 func (b *Broker) retain(ctx context.Context) {
 	cfg := b.sweeps.cfg
 	start := time.Now()
-	expired, errE := b.sweep(ctx, store.RetentionExpired, cfg.RetentionBatch)
-	completed, errC := b.sweep(ctx, store.RetentionCompleted, cfg.RetentionBatch)
-	parts, errP := b.cleanPartitions(ctx, cfg.RetentionBatch, cfg.PartitionIdle)
+	expired, errE := sweep.Run(ctx, b.store, store.RetentionExpired, cfg.RetentionBatch, b.now)
+	completed, errC := sweep.Run(ctx, b.store, store.RetentionCompleted, cfg.RetentionBatch, b.now)
+	parts, errP := sweep.Partitions(ctx, b.store, cfg.PartitionIdle, cfg.RetentionBatch, b.now)
 	now := b.now()
 	_, errH := b.store.RetentionHistoryPrune(ctx, &store.RetentionHistoryPruneParams{
 		Before: now.Add(-cfg.HistoryKeep), Now: now})
@@ -106,80 +106,20 @@ func (b *Broker) retain(ctx context.Context) {
 			break
 		}
 	}
-	if expired+completed+parts > 0 {
-		b.log.Info("retention", "expired", expired, "completed", completed, "partitions", parts,
-			"took", time.Since(start).Round(time.Millisecond))
+	if expired.Removed+completed.Removed+parts.Removed > 0 {
+		b.log.Info("retention", "expired", expired.Removed, "completed", completed.Removed,
+			"partitions", parts.Removed, "took", time.Since(start).Round(time.Millisecond))
 	}
 }
 
 // evict runs one eviction pass.
 func (b *Broker) evict(ctx context.Context) {
 	start := time.Now()
-	n, err := b.sweep(ctx, store.RetentionEviction, b.sweeps.cfg.EvictionBatch)
+	res, err := sweep.Run(ctx, b.store, store.RetentionEviction, b.sweeps.cfg.EvictionBatch, b.now)
 	if err != nil && ctx.Err() == nil {
-		b.log.Warn("eviction interrupted", "evicted", n, "err", err)
+		b.log.Warn("eviction interrupted", "evicted", res.Removed, "err", err)
 	}
-	if n > 0 {
-		b.log.Info("eviction", "evicted", n, "took", time.Since(start).Round(time.Millisecond))
-	}
-}
-
-// sweep runs a whole sweep of kind in adaptive steps of at most batch rows
-// and returns the messages it removed.
-func (b *Broker) sweep(ctx context.Context, kind store.RetentionKind, batch int) (int, error) {
-	total := 0
-	limit := min(batch, purge.MinLimit*4)
-	var from int64
-	for {
-		t0 := time.Now()
-		r, err := b.store.RetentionSweep(ctx, &store.RetentionSweepParams{Kind: kind, From: from, Limit: limit,
-			Now: b.now()})
-		if err != nil {
-			return total, err
-		}
-		took := time.Since(t0)
-		total += r.Removed
-		if r.Next == 0 {
-			return total, nil
-		}
-		from = r.Next
-		limit = min(purge.NextLimit(limit, r.Removed, took), batch)
-		if err := pause(ctx, took); err != nil {
-			return total, err
-		}
-	}
-}
-
-// cleanPartitions deletes empty partitions idle for longer than idle.
-func (b *Broker) cleanPartitions(ctx context.Context, batch int, idle time.Duration) (int, error) {
-	total := 0
-	var from int64
-	for {
-		t0 := time.Now()
-		now := b.now()
-		r, err := b.store.RetentionPartitions(ctx, &store.RetentionPartitionsParams{From: from,
-			IdleSince: now.Add(-idle), Limit: batch, Now: now})
-		if err != nil {
-			return total, err
-		}
-		total += r.Removed
-		if r.Next == 0 {
-			return total, nil
-		}
-		from = r.Next
-		if err := pause(ctx, time.Since(t0)); err != nil {
-			return total, err
-		}
-	}
-}
-
-// pause waits twice as long as a step took (at least a little), leaving
-// the engine to pushes and pops at least two thirds of the time.
-func pause(ctx context.Context, took time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(max(2*took, 2*time.Millisecond)):
-		return nil
+	if res.Removed > 0 {
+		b.log.Info("eviction", "evicted", res.Removed, "took", time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -29,7 +29,7 @@ const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
 	// The partitions of window [$1, $2) whose queue (of tenant $3, or any)
 	// asks for the sweep; the option filter is appended per kind.
-	sqlSweepPartitions = `SELECT p.id, p.floor_offset, q.tenant, q.name, q.options
+	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.deleted_offset, q.tenant, q.name, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE p.id >= $1 AND p.id < $2 AND ($3 = '' OR q.tenant = $3) AND `
 	sqlSweepFilterExpired = `COALESCE((q.options->>'retentionEnabled')::boolean, false)
@@ -47,10 +47,12 @@ const (
 		FROM lanes WHERE partition_id = $1 ORDER BY consumer_group`
 	sqlSweepLanesLock         = sqlSweepLanes + ` FOR UPDATE`
 	sqlSweepPartitionLock     = `SELECT floor_offset, last_offset FROM partitions WHERE id = $1 FOR NO KEY UPDATE`
-	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = $1 AND seq <= $2`
+	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = $1 AND seq > $2 AND seq <= $3`
 	sqlSweepDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = $1 AND message_seq <= $2`
 	sqlSweepFloor             = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2) WHERE id = $1`
-	sqlHistoryAdd             = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
+	sqlSweepDeleted           = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2),
+		deleted_offset = greatest(deleted_offset, $2) WHERE id = $1`
+	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
 		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = retention_history.count + excluded.count`
 
@@ -128,6 +130,7 @@ type sweep struct {
 // sweepPartition is a partition a sweep visits.
 type sweepPartition struct {
 	id, floor int64
+	deleted   int64 // every message up to it is deleted
 	queue     queueName
 	opts      store.QueueOptions
 }
@@ -146,15 +149,16 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 	var sp sweepPartition
 	var opts []byte
 	rows, _ := sw.tx.Query(sw.ctx, sqlSweepPartitions+filter, from, end, p.Tenant)
-	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.queue.tenant, &sp.queue.name, &opts}, func() error {
-		o, err := store.DecodeQueueOptions(opts)
-		if err != nil {
-			return fmt.Errorf("queue %q: %w", sp.queue.name, err)
-		}
-		sp.opts = o
-		parts = append(parts, sp)
-		return nil
-	})
+	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.deleted, &sp.queue.tenant, &sp.queue.name, &opts},
+		func() error {
+			o, err := store.DecodeQueueOptions(opts)
+			if err != nil {
+				return fmt.Errorf("queue %q: %w", sp.queue.name, err)
+			}
+			sp.opts = o
+			parts = append(parts, sp)
+			return nil
+		})
 	if err != nil {
 		return fmt.Errorf("retention sweep: list partitions: %w", err)
 	}
@@ -279,7 +283,7 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, _, err := sw.old(sp.id, 0, cutoff, through, sw.budget)
+	offs, _, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
@@ -296,12 +300,12 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, more, err := sw.old(sp.id, 0, cutoff, through, sw.budget)
+	offs, more, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
 	last := offs[len(offs)-1]
-	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, last)
+	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.deleted, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
 	}
@@ -317,7 +321,7 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			}
 		}
 	}
-	if _, err := sw.tx.Exec(sw.ctx, sqlSweepFloor, sp.id, last); err != nil {
+	if _, err := sw.tx.Exec(sw.ctx, sqlSweepDeleted, sp.id, last); err != nil {
 		return false, fmt.Errorf("retention sweep: move floor: %w", err)
 	}
 	n := int(tag.RowsAffected())

@@ -26,7 +26,7 @@ const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
 	// The partitions of window [?1, ?2) whose queue (of tenant ?3, or any)
 	// asks for the sweep; the option filter is appended per kind.
-	sqlSweepPartitions = `SELECT p.id, p.floor_offset, q.tenant, q.name, q.options
+	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.deleted_offset, q.tenant, q.name, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE p.id >= ?1 AND p.id < ?2 AND (?3 = '' OR q.tenant = ?3) AND `
 	sqlSweepFilterExpired = `json_extract(q.options, '$.retentionEnabled')
@@ -41,10 +41,12 @@ const (
 	sqlSweepLanes = `SELECT consumer_group, queue_id, cursor, COALESCE(lease_id, ''), lease_expires_at, batch_end,
 			head_attempts, retry_at
 		FROM lanes WHERE partition_id = ? ORDER BY consumer_group`
-	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = ? AND seq <= ?`
+	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ?`
 	sqlSweepDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ? AND message_seq <= ?`
 	sqlSweepFloor             = `UPDATE partitions SET floor_offset = max(floor_offset, ?) WHERE id = ?`
-	sqlHistoryAdd             = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
+	sqlSweepDeleted           = `UPDATE partitions SET floor_offset = max(floor_offset, ?1),
+		deleted_offset = max(deleted_offset, ?1) WHERE id = ?2`
+	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = count + excluded.count`
 
@@ -114,6 +116,7 @@ type sweep struct {
 // sweepPartition is a partition a sweep visits.
 type sweepPartition struct {
 	id, floor int64
+	deleted   int64 // every message up to it is deleted
 	queue     queueName
 	opts      store.QueueOptions
 }
@@ -158,7 +161,7 @@ func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]swe
 	for rows.Next() {
 		var sp sweepPartition
 		var opts string
-		if err := rows.Scan(&sp.id, &sp.floor, &sp.queue.tenant, &sp.queue.name, &opts); err != nil {
+		if err := rows.Scan(&sp.id, &sp.floor, &sp.deleted, &sp.queue.tenant, &sp.queue.name, &opts); err != nil {
 			return nil, err
 		}
 		if sp.opts, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
@@ -255,12 +258,12 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, more, err := sw.old(sp.id, 0, cutoff, through, sw.budget)
+	offs, more, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
 	last := offs[len(offs)-1]
-	res, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteMessages, sp.id, last)
+	res, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.deleted, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
 	}
@@ -276,8 +279,8 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			}
 		}
 	}
-	if err := sw.floor(sp.id, last); err != nil {
-		return false, err
+	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleted, last, sp.id); err != nil {
+		return false, fmt.Errorf("retention sweep: move floor: %w", err)
 	}
 	sw.forgetUnconsumed(sp.id)
 	sw.count(sp.queue, int(n))

@@ -10,6 +10,12 @@ ALTER TABLE lanes ADD COLUMN retry_at INTEGER NOT NULL DEFAULT 0;
 -- no group has joined counts its unconsumed messages from it (maxSize).
 ALTER TABLE partitions ADD COLUMN floor_offset INTEGER NOT NULL DEFAULT 0;
 
+-- partitions.deleted_offset: the offset up to which retention has deleted
+-- every message of the partition. Retention reads on from there, so that no
+-- step walks what earlier steps deleted (on PostgreSQL, index entries of
+-- deleted rows stay until vacuum).
+ALTER TABLE partitions ADD COLUMN deleted_offset INTEGER NOT NULL DEFAULT 0;
+
 -- What the retention and eviction sweeps removed, per queue, kind
 -- (retention, completed_retention, eviction) and minute (Unix ms of its
 -- start), for the analytics routes. Rows name the queue rather than point at
