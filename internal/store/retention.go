@@ -77,6 +77,10 @@ type RetentionResult struct {
 	// Next is where the next step resumes (RetentionSweepParams.From); 0
 	// when the sweep has been over everything.
 	Next int64
+	// Took is how long the step held the engine: its writer job on the
+	// embedded engine (not the time it queued behind others' jobs), its
+	// transaction on PostgreSQL. The sweep sizes its steps and pauses by it.
+	Took time.Duration
 }
 
 // RetentionPartitionsParams bound one step of the removal of idle

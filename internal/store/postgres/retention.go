@@ -100,6 +100,8 @@ func (s *Store) RetentionSweep(ctx context.Context, p *store.RetentionSweepParam
 		limit = 1000
 	}
 	out := &store.RetentionResult{}
+	start := time.Now()
+	defer func() { out.Took = time.Since(start) }()
 	err := s.inRelaxedTx(ctx, "retention sweep", func(t *txn) error {
 		*out = store.RetentionResult{} // a retried transaction starts over
 		sw := &sweep{txn: t, kind: p.Kind, nowMs: p.Now.UnixMilli(), budget: limit, w: &laneWrites{},
@@ -446,6 +448,8 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 		limit = 1000
 	}
 	out := &store.RetentionResult{}
+	start := time.Now()
+	defer func() { out.Took = time.Since(start) }()
 	err := s.inRelaxedTx(ctx, "partition cleanup", func(t *txn) error {
 		*out = store.RetentionResult{}
 		var maxID int64

@@ -91,6 +91,8 @@ func (s *Store) RetentionSweep(ctx context.Context, p *store.RetentionSweepParam
 	}
 	out := &store.RetentionResult{}
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		start := time.Now()
+		defer func() { out.Took = time.Since(start) }()
 		*out = store.RetentionResult{}
 		sw := &sweep{txn: s.txn(tx), kind: p.Kind, nowMs: p.Now.UnixMilli(), budget: limit,
 			history: make(map[queueName]int)}
@@ -400,6 +402,8 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 	}
 	out := &store.RetentionResult{}
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		start := time.Now()
+		defer func() { out.Took = time.Since(start) }()
 		*out = store.RetentionResult{}
 		t := s.txn(tx)
 		var maxID int64

@@ -2,7 +2,10 @@
 // (store.RetentionStore) in steps short enough that pushes and pops never
 // wait long behind them, the way package purge frees deleted queues: each
 // step's size adapts so that it takes about purge.Target, and the sweep
-// pauses twice as long as the step took before the next. The broker's
+// pauses twice as long as the step took before the next. A step's time is
+// the time it held the engine (store.RetentionResult.Took): on the embedded
+// engine, time a step spends queued behind pushes is not the sweep's doing,
+// and counting it would shrink the steps to nothing under a push load. The broker's
 // retention and eviction services and the stores' latency tests share it,
 // so that what is tested is what runs.
 package sweep
@@ -44,7 +47,10 @@ func Run(ctx context.Context, s Sweeper, kind store.RetentionKind, batch int, no
 		if err != nil {
 			return res, err
 		}
-		took := time.Since(start)
+		took := r.Took // the time the step held the engine, not its queueing
+		if took <= 0 {
+			took = time.Since(start)
+		}
 		res.Removed += r.Removed
 		res.Steps++
 		res.Longest = max(res.Longest, took)
@@ -78,7 +84,11 @@ func Partitions(ctx context.Context, s Sweeper, idle time.Duration, batch int, n
 			return res, nil
 		}
 		from = r.Next
-		if err := pause(ctx, time.Since(start)); err != nil {
+		took := r.Took
+		if took <= 0 {
+			took = time.Since(start)
+		}
+		if err := pause(ctx, took); err != nil {
 			return res, err
 		}
 	}
