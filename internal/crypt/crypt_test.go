@@ -111,3 +111,25 @@ func TestBadKeys(t *testing.T) {
 		t.Errorf("a bad old key: %v, want an error naming it", err)
 	}
 }
+
+func BenchmarkSealOpen(b *testing.B) {
+	k, _ := New(keyA)
+	payload := []byte(`{"order":42,"items":[1,2,3],"note":"` + strings.Repeat("x", 100) + `"}`)
+	b.Run("seal", func(b *testing.B) {
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			if _, err := k.Seal(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	stored, _ := k.Seal(payload)
+	b.Run("open", func(b *testing.B) {
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			if _, ok := k.Open(stored); !ok {
+				b.Fatal("open failed")
+			}
+		}
+	})
+}
