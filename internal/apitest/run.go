@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"DLQ", s.testDLQ},
 		{"Traces", s.testTraces},
 		{"BadInput", s.testBadInput},
+		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},
 		{"LongPoll", s.testLongPoll},
 		{"SeekWake", s.testSeekWake},

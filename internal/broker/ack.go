@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/queen-go/queen/internal/store"
 )
@@ -81,9 +82,16 @@ func (b *Broker) ExtendLease(ctx context.Context, c Caller, leaseID string, seco
 
 // Configure creates or fully replaces a queue's configuration.
 func (b *Broker) Configure(ctx context.Context, c Caller, name, namespace, task string, opts store.QueueOptions) (*store.Queue, error) {
-	return b.store.QueueConfigure(ctx, &store.QueueConfigureParams{
+	if err := b.checkSealing(opts); err != nil { // encryption at rest (encrypt.go)
+		return nil, err
+	}
+	q, err := b.store.QueueConfigure(ctx, &store.QueueConfigureParams{
 		Name: name, Namespace: namespace, Task: task, Options: opts, Now: b.now(), Tenant: c.tenant(),
 	})
+	if err == nil {
+		b.sealing.put(store.QueueKey(c.tenant(), name), opts.EncryptionEnabled, time.Now())
+	}
+	return q, err
 }
 
 // DeleteQueue deletes a queue and reports whether it existed.

@@ -100,6 +100,7 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			return nil, err
 		}
 		if len(res.Messages) > 0 {
+			b.openPayloads(res.Messages) // encryption at rest (encrypt.go)
 			b.metrics.MessagesPopped.Add(float64(len(res.Messages)))
 			return &PopResponse{ConsumerGroup: p.ConsumerGroup, LeaseID: p.LeaseID, Messages: res.Messages}, nil
 		}

@@ -31,7 +31,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		res = b.spoolPush(unique)
 	} else {
 		var err error
-		res, err = b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: unique, Now: b.now()})
+		res, err = b.storePush(ctx, unique) // seals payloads first (encrypt.go)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

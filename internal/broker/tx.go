@@ -66,6 +66,15 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 		}
 		params.Ops = append(params.Ops, store.TxOp{Items: op.Items})
 	}
+	// Encryption at rest (encrypt.go): an item that cannot be sealed aborts.
+	if reason, err := b.sealTx(ctx, params.Ops); err != nil || reason != "" {
+		if err != nil {
+			return nil, err
+		}
+		out.Error = reason
+		b.metrics.Transactions.WithLabelValues("aborted").Inc()
+		return out, nil
+	}
 	res, err := b.store.TxRun(ctx, params)
 	var abort *store.TxAbortError
 	switch {

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/queen-go/queen/internal/auth"
+	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/logging"
 )
 
@@ -90,6 +91,34 @@ type Config struct {
 	CORSAllowOrigins []string      // CORS_ALLOW_ORIGIN: origins browsers may call from; empty = CORS off
 	TLSCertFile      string        // QUEEN_TLS_CERT: PEM certificate chain; with TLSKeyFile, serve HTTPS
 	TLSKeyFile       string        // QUEEN_TLS_KEY: PEM private key
+
+	// Queue options the broker applies: encryption, retention, eviction.
+	EncryptionKey     string        // QUEEN_ENCRYPTION_KEY: 64 hex characters; "" = no encryption
+	EncryptionKeysOld []string      // QUEEN_ENCRYPTION_KEYS_OLD: earlier keys, still opening what they sealed
+	EvictionBatch     int           // EVICTION_BATCH_SIZE: rows one eviction step writes at most
+	EvictionInterval  time.Duration // EVICTION_INTERVAL (milliseconds)
+	HistoryKeep       time.Duration // METRICS_RETENTION_DAYS: how long the retention history is kept
+	PartitionIdle     time.Duration // PARTITION_CLEANUP_DAYS: idle time after which an empty partition is deleted
+	RetentionBatch    int           // RETENTION_BATCH_SIZE: rows one retention step deletes at most
+	RetentionInterval time.Duration // RETENTION_INTERVAL (milliseconds)
+}
+
+// Keyring returns the encryption keyring of QUEEN_ENCRYPTION_KEY and
+// QUEEN_ENCRYPTION_KEYS_OLD, or nil when no key is set.
+func (c *Config) Keyring() (*crypt.Keyring, error) {
+	if c.EncryptionKey == "" {
+		if len(c.EncryptionKeysOld) > 0 {
+			return nil, errors.New("QUEEN_ENCRYPTION_KEYS_OLD is set without QUEEN_ENCRYPTION_KEY: " +
+				"old keys only open what they sealed, so the current key must be set too")
+		}
+		return nil, nil
+	}
+	k, err := crypt.New(c.EncryptionKey, c.EncryptionKeysOld...)
+	if err != nil {
+		// The error names which key, never its value.
+		return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY / QUEEN_ENCRYPTION_KEYS_OLD: %w", err)
+	}
+	return k, nil
 }
 
 // Auth returns the authentication settings as package auth takes them.
@@ -319,6 +348,33 @@ var settings = []Setting{
 	{Env: "CORS_ALLOW_ORIGIN", Flag: "cors-allow-origin", Unset: "off (no CORS headers)",
 		Usage: "origins browsers may call from, comma-separated (https://dash.example.com), or *",
 		kind:  list("origins", corsOrigin, func(c *Config) *[]string { return &c.CORSAllowOrigins })},
+
+	// Queue options the broker applies: encryption at rest, retention and
+	// eviction (docs/api.md, "Configure a queue").
+	{Env: "QUEEN_ENCRYPTION_KEY", Flag: "encryption-key", Unset: "none (queues cannot enable encryption)",
+		Usage: "AES-256 key, 64 hex characters: payloads of queues with encryptionEnabled are stored encrypted (prefer the variable: flags show in ps)",
+		kind:  verbatim("hex", func(c *Config) *string { return &c.EncryptionKey }), secret: true},
+	{Env: "QUEEN_ENCRYPTION_KEYS_OLD", Flag: "encryption-keys-old", Unset: "none",
+		Usage: "earlier encryption keys, comma-separated: they still decrypt what they encrypted, so a key can be rotated",
+		kind:  list("hex list", nil, func(c *Config) *[]string { return &c.EncryptionKeysOld }), secret: true},
+	{Env: "RETENTION_INTERVAL", Flag: "retention-interval", Default: "300000",
+		Usage: "milliseconds between retention runs (retentionSeconds, completedRetentionSeconds, idle partitions)",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.RetentionInterval })},
+	{Env: "RETENTION_BATCH_SIZE", Flag: "retention-batch-size", Default: "1000",
+		Usage: "messages one retention step deletes at most",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.RetentionBatch })},
+	{Env: "PARTITION_CLEANUP_DAYS", Flag: "partition-cleanup-days", Default: "30",
+		Usage: "days after which retention deletes an empty partition that saw no push and no pop",
+		kind:  days(1, func(c *Config) *time.Duration { return &c.PartitionIdle })},
+	{Env: "METRICS_RETENTION_DAYS", Flag: "metrics-retention-days", Default: "90",
+		Usage: "days the retention history (what retention and eviction removed, per minute) is kept",
+		kind:  days(1, func(c *Config) *time.Duration { return &c.HistoryKeep })},
+	{Env: "EVICTION_INTERVAL", Flag: "eviction-interval", Default: "60000",
+		Usage: "milliseconds between eviction runs (maxWaitTimeSeconds)",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.EvictionInterval })},
+	{Env: "EVICTION_BATCH_SIZE", Flag: "eviction-batch-size", Default: "1000",
+		Usage: "dead letters one eviction step writes at most",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.EvictionBatch })},
 }
 
 // Settings returns the settings table, in the order help lists it.
@@ -414,6 +470,9 @@ func (c *Config) validate() []error {
 	if _, err := auth.New(c.Auth()); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := c.Keyring(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }
 
@@ -505,6 +564,18 @@ func parseInt(v string, min, max int64) (int64, error) {
 		return 0, fmt.Errorf("want an integer >= %d", min)
 	}
 	return 0, fmt.Errorf("want an integer from %d to %d", min, max)
+}
+
+// days reads a count of days into a time.Duration.
+func days(min int64, field func(*Config) *time.Duration) kind {
+	return kind{"days", func(c *Config, v string) error {
+		n, err := parseInt(v, min, 100*365)
+		if err != nil {
+			return fmt.Errorf("%w (days)", err)
+		}
+		*field(c) = time.Duration(n) * 24 * time.Hour
+		return nil
+	}}
 }
 
 // seconds reads a count of seconds into a time.Duration.

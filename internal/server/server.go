@@ -24,6 +24,7 @@ import (
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
+	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/service"
@@ -79,6 +80,15 @@ type Config struct {
 	// ReloadTLS and when either file changes.
 	TLSCertFile string
 	TLSKeyFile  string
+
+	// Queue options the broker applies itself.
+
+	// Encryption seals the payloads of queues with encryptionEnabled
+	// (QUEEN_ENCRYPTION_KEY, QUEEN_ENCRYPTION_KEYS_OLD); nil: no key.
+	Encryption *crypt.Keyring
+	// Sweeps configures the retention and eviction services; zero fields
+	// take Queen's defaults.
+	Sweeps broker.SweepConfig
 }
 
 // Server is a broker served over HTTP.
@@ -126,7 +136,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s := &Server{authOn: verifier.Enabled(), certs: certs}
 
 	m := metrics.New(reg)
-	bcfg := broker.Config{Logger: log, Metrics: m}
+	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
 		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
