@@ -54,6 +54,7 @@ type Store interface {
 	MessageStore
 	QueueStore
 	SettingStore
+	StatsStore
 	TxStore
 }
 

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Tenancy", func(t *testing.T) { runTenancy(t, newStore) })
 	t.Run("Inspect", func(t *testing.T) { runInspect(t, newStore) })
 	t.Run("Groups", func(t *testing.T) { runGroups(t, newStore) })
+	t.Run("Stats", func(t *testing.T) { runStats(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 }
 
