@@ -19,6 +19,9 @@ type StatsStore interface {
 	// settings and activity (PostgreSQL's statistics views; SQLite's
 	// pragmas).
 	StatsEngine(ctx context.Context, p *StatsEngineParams) (*EngineStats, error)
+	// StatsLeases counts a tenant's live leases and the lanes they hold
+	// (of one queue when p.Queue is set), along the index of leased lanes.
+	StatsLeases(ctx context.Context, p *StatsLeasesParams) (*LeaseSummary, error)
 	// StatsPool reports the use of the engine's connections right now. It
 	// reads counters in memory and never blocks.
 	StatsPool() PoolUsage
@@ -69,6 +72,19 @@ type PoolUsage struct {
 	Open    int // connections open
 	Size    int // the most connections the pool opens
 	Waiting int // operations waiting for a connection (or for the embedded engine's writer)
+}
+
+// StatsLeasesParams select a tenant's (or one queue's) live leases.
+type StatsLeasesParams struct {
+	Now    time.Time
+	Queue  string // "" every queue of the tenant
+	Tenant string
+}
+
+// LeaseSummary counts live leases.
+type LeaseSummary struct {
+	Lanes  int // lanes under a live lease
+	Leases int // distinct live leases (a pop of several partitions holds one lease on each)
 }
 
 // StatsQueueConfigParams name a queue.

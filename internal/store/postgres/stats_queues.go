@@ -44,6 +44,11 @@ const (
 			WHERE m.partition_id = p.id AND m.seq > p.cleared_offset ORDER BY m.seq LIMIT 1))
 		FROM partitions p WHERE p.queue_id = $1 AND p.last_offset > p.cleared_offset`
 
+	// Live leases of a tenant ($2), or of one queue ($3), along lanes_lease.
+	sqlStatsLeases = `SELECT count(DISTINCT l.lease_id), count(*)
+		FROM lanes l JOIN partitions p ON p.id = l.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE l.lease_id IS NOT NULL AND l.lease_expires_at > $1 AND q.tenant = $2 AND ($3 = '' OR q.name = $3)`
+
 	sqlStatsQueueConfig = `SELECT uuid, name, namespace, task, options FROM queues WHERE tenant = $1 AND name = $2`
 
 	// A queue's partitions holding messages, newest last message first.
@@ -82,6 +87,19 @@ func (s *Store) StatsQueueConfig(ctx context.Context, p *store.StatsQueueConfigP
 		return nil, err
 	}
 	return q, nil
+}
+
+// StatsLeases counts live leases.
+func (s *Store) StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*store.LeaseSummary, error) {
+	out := &store.LeaseSummary{}
+	err := s.inReadTx(ctx, "count leases", func(t *txn) error {
+		return t.tx.QueryRow(t.ctx, sqlStatsLeases, p.Now.UnixMilli(), store.TenantOrDefault(p.Tenant),
+			p.Queue).Scan(&out.Leases, &out.Lanes)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // gaugeRow is a queue's figures and its row id.

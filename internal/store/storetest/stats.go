@@ -465,6 +465,41 @@ func runStats(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("Leases", func(t *testing.T) {
+		s := setup(t, newStore)
+		PushAt(t, s, T0, "q", "p1", 2)
+		PushAt(t, s, T0, "q", "p2", 2)
+		PushAt(t, s, T0, "r", "p1", 1)
+		PushItems(t, s, T0, itemOf(tenantA, "q", "p1", 1))
+		now := At(time.Second)
+		p := PopParams("q", "g", now)
+		p.Partitions, p.Batch = 2, 10 // one lease over two lanes
+		if m := Pop(t, s, p); len(m) != 4 {
+			t.Fatalf("pop of q: %d messages", len(m))
+		}
+		Pop(t, s, PopParams("r", "g", now))
+		count := func(tenant, queue string, at time.Time) store.LeaseSummary {
+			t.Helper()
+			l, err := s.StatsLeases(ctx, &store.StatsLeasesParams{Tenant: tenant, Queue: queue, Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return *l
+		}
+		if got := count("", "", now); got != (store.LeaseSummary{Leases: 2, Lanes: 3}) {
+			t.Errorf("default tenant: %+v, want 2 leases on 3 lanes", got)
+		}
+		if got := count("", "q", now); got != (store.LeaseSummary{Leases: 1, Lanes: 2}) {
+			t.Errorf("queue q: %+v", got)
+		}
+		if got := count(tenantA, "", now); got != (store.LeaseSummary{}) {
+			t.Errorf("tenant A: %+v", got)
+		}
+		if got := count("", "", At(time.Hour)); got != (store.LeaseSummary{}) {
+			t.Errorf("after the leases expired: %+v", got)
+		}
+	})
+
 	t.Run("QueueConfig", func(t *testing.T) {
 		s := setup(t, newStore)
 		opts := Options(func(o *store.QueueOptions) { o.LeaseTime, o.RetryLimit, o.MaxSize, o.Priority = 30, 7, 100, 5 })
