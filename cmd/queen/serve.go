@@ -59,6 +59,12 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 		CORSAllowOrigins:  cfg.CORSAllowOrigins,
 		TLSCertFile:       cfg.TLSCertFile,
 		TLSKeyFile:        cfg.TLSKeyFile,
+
+		MetricsAggregateEvery: cfg.MetricsAggregateEvery,
+		MetricsMaxQueues:      cfg.MetricsMaxQueues,
+		MetricsRetention:      time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
+		MetricsSampleEvery:    cfg.MetricsSampleEvery,
+		WorkerID:              cfg.WorkerID,
 	}, st)
 	if err != nil {
 		return err
