@@ -368,3 +368,7 @@ func (c *Control) QueueMetrics(ctx context.Context, limit int, spool func() map[
 	}
 	return snap, nil
 }
+
+// Now returns the control plane's current time (its clock), from which the
+// routes' default windows are counted.
+func (c *Control) Now() time.Time { return c.now() }

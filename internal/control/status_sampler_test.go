@@ -221,3 +221,32 @@ func TestSamplerService(t *testing.T) {
 		t.Error("what was counted before Stop was not written")
 	}
 }
+
+// The per-queue Prometheus snapshot holds the cluster's counters of the
+// last complete minute, and the spool's pushes per queue.
+func TestQueueMetricsReadsTheLastCompleteMinute(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	storetest.PushAt(t, st, storetest.T0, "q", "p", 2)
+	minute := storetest.T0.Truncate(time.Minute)
+	if err := st.StatsRecord(ctx, &store.StatsRecordParams{Queues: []store.QueueMinute{
+		{Queue: "q", Minute: minute, Hostname: "a", WorkerID: "1", Ops: store.QueueOps{PushMessages: 3}},
+		{Queue: "q", Minute: minute, Hostname: "b", WorkerID: "1", Ops: store.QueueOps{PushMessages: 4}},
+		{Queue: "q", Minute: minute.Add(time.Minute), Hostname: "a", WorkerID: "1", Ops: store.QueueOps{PushMessages: 50}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: minute.Add(time.Minute + 10*time.Second)}
+	ctl := control.New(st, control.Config{Now: clk.now})
+	spool := func() map[metrics.QueueKey]int64 { return map[metrics.QueueKey]int64{{Queue: "q"}: 1} }
+	snap, err := ctl.QueueMetrics(ctx, 10, spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Minute) != 1 || snap.Minute[0].Ops.PushMessages != 7 || !snap.MinuteAt.Equal(minute) {
+		t.Errorf("last complete minute: %+v at %v", snap.Minute, snap.MinuteAt)
+	}
+	if len(snap.Gauges.Queues) != 1 || snap.Gauges.Queues[0].Pending != 2 || snap.Spool[metrics.QueueKey{Queue: "q"}] != 1 {
+		t.Errorf("snapshot %+v", snap)
+	}
+}
