@@ -271,3 +271,42 @@ func TestQueueCollector(t *testing.T) {
 		t.Errorf("without tenancy the labels are %v", mf.Metric[0].Label)
 	}
 }
+
+// BenchmarkCounting is what the broker adds to a request: a push of 100
+// messages to one queue, a pop of 100, an ack batch of 100, every
+// goroutine on the same queue (the contended case).
+func BenchmarkCounting(b *testing.B) {
+	m := New(prometheus.NewRegistry())
+	msgs := make([]store.Message, 100)
+	acks := make([]store.AckResult, 100)
+	now := time.Now()
+	for i := range msgs {
+		msgs[i] = store.Message{Queue: "q", CreatedAt: now}
+		acks[i] = store.AckResult{Queue: "q", Success: true}
+	}
+	b.Run("push", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				tally := m.Tally("t")
+				for range 100 {
+					tally.Add("q", 1)
+				}
+				tally.Pushed()
+			}
+		})
+	})
+	b.Run("pop", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Popped("t", msgs, now)
+			}
+		})
+	})
+	b.Run("ack", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Acked("t", acks)
+			}
+		})
+	})
+}

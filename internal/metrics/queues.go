@@ -177,29 +177,46 @@ func (m *Metrics) Parked(tenant, queue string, delta int) {
 
 // Acked records the verdicts of one ack request: per queue one request and
 // its successes, failures and dead letters (an unresolvable ack names no
-// queue), and the broker's totals by result.
+// queue), and the broker's totals by result. Shared counters are touched
+// once per queue and result, not once per ack.
 func (m *Metrics) Acked(tenant string, res []store.AckResult) {
-	var last *queueCounters
-	lastQueue := "\x00"
-	for i := range res {
-		r := &res[i]
-		if r.Queue != lastQueue {
-			lastQueue = r.Queue
-			last = m.queue(tenant, r.Queue)
-			last.ackRequests.Add(1) // acks of one queue arrive together: a repeat is rare and harmless
+	var dlq, ok, failed int64 // totals
+	for i := 0; i < len(res); {
+		q := res[i].Queue
+		var qDLQ, qOK, qFailed int64
+		for ; i < len(res) && res[i].Queue == q; i++ {
+			switch r := &res[i]; {
+			case r.DLQ:
+				qDLQ++
+			case r.Success:
+				qOK++
+			default:
+				qFailed++
+			}
 		}
-		switch {
-		case r.DLQ:
-			m.ackDLQ.Inc()
-			last.dlq.Add(1)
-			last.ackSuccess.Add(1)
-		case r.Success:
-			m.ackSuccess.Inc()
-			last.ackSuccess.Add(1)
-		default:
-			m.ackFailed.Inc()
-			last.ackFailed.Add(1)
-		}
+		c := m.queue(tenant, q)
+		c.ackRequests.Add(1) // acks of one queue arrive together: a repeat is rare and harmless
+		c.ackSuccess.Add(qOK + qDLQ)
+		add(&c.ackFailed, qFailed)
+		add(&c.dlq, qDLQ)
+		dlq, ok, failed = dlq+qDLQ, ok+qOK, failed+qFailed
+	}
+	addCounter(m.ackDLQ, dlq)
+	addCounter(m.ackSuccess, ok)
+	addCounter(m.ackFailed, failed)
+}
+
+// add adds n to c unless it is 0, sparing the shared cache line.
+func add(c *atomic.Int64, n int64) {
+	if n != 0 {
+		c.Add(n)
+	}
+}
+
+// addCounter adds n to c unless it is 0.
+func addCounter(c interface{ Add(float64) }, n int64) {
+	if n != 0 {
+		c.Add(float64(n))
 	}
 }
 
