@@ -42,6 +42,9 @@ const (
 	// table per step, this many steps per flush.
 	sweepBatch = 1000
 	sweepSteps = 20
+	// rollupBack is how far back each flush sums the minute rows into
+	// slots again: the minutes a broker may hold, and a slot.
+	rollupBack = maxHeldMinutes*time.Minute + store.RollupSlot
 )
 
 // SamplerConfig configures a Sampler. Zero values take the defaults.
@@ -313,7 +316,8 @@ func (s *Sampler) writeMinutes(ctx context.Context) error {
 }
 
 // clusterWork runs under the metrics job's lock: one broker of the cluster
-// records the queues' figures and sweeps.
+// records the queues' figures, rolls the last hour's rows up into slots and
+// sweeps.
 func (s *Sampler) clusterWork(ctx context.Context) {
 	now := s.cfg.Now()
 	g, err := s.store.StatsQueueGauges(ctx, &store.StatsQueueGaugesParams{Now: now, Limit: s.cfg.MaxQueues})
@@ -332,6 +336,12 @@ func (s *Sampler) clusterWork(ctx context.Context) {
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("queue figures not recorded", "err", err)
+	}
+	// The slots wide windows read; a broker may write a minute up to an
+	// hour late (maxHeldMinutes).
+	err = s.store.StatsRollup(ctx, &store.StatsRollupParams{From: now.Add(-rollupBack), To: now})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("metrics not rolled up", "err", err)
 	}
 	before := now.Add(-s.cfg.Retention)
 	deleted := 0

@@ -39,6 +39,8 @@ type StatsStore interface {
 	StatsQueueMessages(ctx context.Context, p *StatsQueueMessagesParams) ([]QueueMessage, error)
 	// StatsQueueSeries sums the per-queue counters recorded between From
 	// and To into buckets, grouped as p.Group says, oldest bucket first.
+	// Buckets of whole RollupSlots are read from the slots StatsRollup
+	// keeps (see SeriesFromSlots).
 	StatsQueueSeries(ctx context.Context, p *StatsSeriesParams) ([]QueueBucket, error)
 	// StatsQueueStateSeries returns the per-queue figures recorded between
 	// From and To, the last of each bucket, oldest bucket first.
@@ -48,6 +50,12 @@ type StatsStore interface {
 	// (so that a broker may record a minute several times as it goes, and
 	// retry a failed write).
 	StatsRecord(ctx context.Context, p *StatsRecordParams) error
+	// StatsRollup sums the per-queue rows of every broker recorded in
+	// [From, To), widened to whole RollupSlots, into those slots, replacing
+	// what they held. The broker holding the metrics job's lock runs it
+	// after each write, over the last hour and a quarter (a broker may write
+	// a minute up to an hour late).
+	StatsRollup(ctx context.Context, p *StatsRollupParams) error
 	// StatsRetentionSeries sums what retention and eviction removed between
 	// From and To into buckets, per kind, oldest bucket first. It returns
 	// nothing (and no error) when the engine keeps no retention history.
@@ -291,6 +299,25 @@ type StatsSeriesParams struct {
 	Tenant     string
 	To         time.Time
 	WorkerID   string // only this broker's rows; "" any
+}
+
+// RollupSlot is the width of the slots StatsRollup keeps.
+const RollupSlot = 15 * time.Minute
+
+// StatsRollupParams select the slots to sum again.
+type StatsRollupParams struct {
+	From, To time.Time
+}
+
+// SeriesFromSlots reports whether a series can be read from the rollup
+// slots: a window starting on a slot, buckets of whole slots, every broker
+// together (no broker filter, not SeriesByReplica). Windows beyond 6 hours
+// qualify (Queen's buckets of 15, 60 and 360 minutes, aligned on them);
+// their parked polls are then each queue's most in a minute, summed over
+// queues.
+func SeriesFromSlots(p *StatsSeriesParams) bool {
+	return p.Bucket >= RollupSlot && p.Bucket%RollupSlot == 0 && p.From.Equal(BucketOf(p.From, RollupSlot)) &&
+		p.Group != SeriesByReplica && p.Hostname == "" && p.WorkerID == ""
 }
 
 // BucketOf returns the start of t's bucket of width d (at least a minute),

@@ -102,6 +102,52 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 	return s.inTx(ctx, "record metrics", func(t *txn) error { return t.execBatch(&b) })
 }
 
+// rollupQuery sums the minute rows of [?, ?) over brokers into 15-minute
+// slots (parked: the largest minute of the slot, brokers summed), replacing
+// the slots' rows.
+func rollupQuery(cast string) string {
+	slot := fmt.Sprintf("(minute / %d) * %d", store.RollupSlot.Milliseconds(), store.RollupSlot.Milliseconds())
+	inner := make([]string, 0, len(opsColumns)+1)
+	outer := make([]string, 0, len(opsColumns)+1)
+	set := make([]string, 0, len(opsColumns)+1)
+	for _, c := range append(append([]string{}, opsColumns...), "parked") {
+		agg, outerAgg := "sum", "sum"
+		switch c {
+		case "lag_max_ms":
+			agg, outerAgg = "max", "max"
+		case "parked":
+			outerAgg = "max"
+		}
+		inner = append(inner, agg+"("+c+") AS "+c)
+		outer = append(outer, outerAgg+"("+c+")"+cast)
+		set = append(set, c+" = excluded."+c)
+	}
+	return "INSERT INTO metrics_queue_15m (tenant, minute, queue, " + strings.Join(opsColumns, ", ") + ", parked) " +
+		"SELECT tenant, " + slot + ", queue, " + strings.Join(outer, ", ") +
+		" FROM (SELECT tenant, minute, queue, " + strings.Join(inner, ", ") +
+		" FROM metrics_queue WHERE minute >= ? AND minute < ? GROUP BY tenant, minute, queue) x" +
+		" WHERE true GROUP BY tenant, " + slot + ", queue" +
+		" ON CONFLICT (tenant, minute, queue) DO UPDATE SET " + strings.Join(set, ", ")
+}
+
+// rollupWindow widens [From, To) to whole slots.
+func rollupWindow(p *store.StatsRollupParams) (from, to int64) {
+	from = store.BucketOf(p.From, store.RollupSlot).UnixMilli()
+	to = store.BucketOf(p.To, store.RollupSlot).Add(store.RollupSlot).UnixMilli()
+	return from, to
+}
+
+var sqlStatsRollup = rebind(rollupQuery("::bigint"))
+
+// StatsRollup sums the minute rows of the window into 15-minute slots.
+func (s *Store) StatsRollup(ctx context.Context, p *store.StatsRollupParams) error {
+	from, to := rollupWindow(p)
+	return s.inTx(ctx, "roll metrics up", func(t *txn) error {
+		_, err := t.tx.Exec(t.ctx, sqlStatsRollup, from, to)
+		return err
+	})
+}
+
 // StatsSweep deletes old rows of every series, up to p.Limit per table.
 func (s *Store) StatsSweep(ctx context.Context, p *store.StatsSweepParams) (*store.StatsSweepResult, error) {
 	limit := p.Limit
@@ -111,7 +157,7 @@ func (s *Store) StatsSweep(ctx context.Context, p *store.StatsSweepParams) (*sto
 	out := &store.StatsSweepResult{}
 	err := s.inTx(ctx, "sweep metrics", func(t *txn) error {
 		out.Deleted, out.More = 0, false
-		for _, table := range []string{"metrics_queue", "metrics_queue_state", "metrics_worker"} {
+		for _, table := range []string{"metrics_queue", "metrics_queue_15m", "metrics_queue_state", "metrics_worker"} {
 			tag, err := t.tx.Exec(t.ctx, "DELETE FROM "+table+" WHERE ctid IN (SELECT ctid FROM "+table+
 				" WHERE minute < $1 LIMIT $2)", p.Before.UnixMilli(), limit)
 			if err != nil {
@@ -176,6 +222,14 @@ func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
 		where = append(where, "m.worker_id = ?")
 		args = append(args, p.WorkerID)
 	}
+	table := "metrics_queue"
+	if store.SeriesFromSlots(p) {
+		table = "metrics_queue_15m"
+	}
+	// Parked is summed over brokers (and queues) per minute, then the
+	// bucket keeps its largest minute: two levels, unless every row is
+	// already one group of a minute (a broker's row, a slot's queue).
+	oneLevel := p.Group == store.SeriesByReplica || (table != "metrics_queue" && p.Group == store.SeriesByQueue)
 	inner := make([]string, 0, len(opsColumns)+1)
 	outer := make([]string, 0, len(opsColumns)+1)
 	for _, c := range opsColumns {
@@ -184,18 +238,23 @@ func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
 			agg = "max"
 		}
 		inner = append(inner, agg+"(m."+c+") AS "+c)
-		outer = append(outer, agg+"("+c+")::bigint")
+		if oneLevel {
+			outer = append(outer, agg+"(m."+c+")::bigint")
+		} else {
+			outer = append(outer, agg+"("+c+")::bigint")
+		}
 	}
 	inner = append(inner, "sum(m.parked) AS parked")
-	outer = append(outer, "max(parked)::bigint")
 	innerKeys := strings.Join(append([]string{"m.minute"}, keys...), ", ")
-	outerKeys := []string{bucketExpr(p.Bucket)}
-	for _, k := range keys {
-		outerKeys = append(outerKeys, strings.TrimPrefix(k, "m."))
+	from := "(SELECT " + innerKeys + ", " + strings.Join(inner, ", ") + " FROM " + table + " m" + join +
+		" WHERE " + strings.Join(where, " AND ") + " GROUP BY " + innerKeys + ") m"
+	if oneLevel {
+		from = table + " m" + join + " WHERE " + strings.Join(where, " AND ")
 	}
-	query := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") +
-		" FROM (SELECT " + innerKeys + ", " + strings.Join(inner, ", ") + " FROM metrics_queue m" + join +
-		" WHERE " + strings.Join(where, " AND ") + " GROUP BY " + innerKeys + ") x" +
+	outer = append(outer, "max(m.parked)::bigint")
+	b := max(p.Bucket.Truncate(time.Minute), time.Minute).Milliseconds()
+	outerKeys := append([]string{fmt.Sprintf("(m.minute / %d) * %d", b, b)}, keys...)
+	query := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") + " FROM " + from +
 		" GROUP BY " + strings.Join(outerKeys, ", ") + " ORDER BY " + strings.Join(outerKeys, ", ")
 	return rebind(query), args
 }

@@ -96,6 +96,64 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 	})
 }
 
+// rollupQuery sums the minute rows of [?, ?) over brokers into 15-minute
+// slots (parked: the largest minute of the slot, brokers summed), replacing
+// the slots' rows.
+func rollupQuery(cast string) string {
+	slot := fmt.Sprintf("(minute / %d) * %d", store.RollupSlot.Milliseconds(), store.RollupSlot.Milliseconds())
+	inner := make([]string, 0, len(opsColumns)+1)
+	outer := make([]string, 0, len(opsColumns)+1)
+	set := make([]string, 0, len(opsColumns)+1)
+	for _, c := range append(append([]string{}, opsColumns...), "parked") {
+		agg, outerAgg := "sum", "sum"
+		switch c {
+		case "lag_max_ms":
+			agg, outerAgg = "max", "max"
+		case "parked":
+			outerAgg = "max"
+		}
+		inner = append(inner, agg+"("+c+") AS "+c)
+		outer = append(outer, outerAgg+"("+c+")"+cast)
+		set = append(set, c+" = excluded."+c)
+	}
+	return "INSERT INTO metrics_queue_15m (tenant, minute, queue, " + strings.Join(opsColumns, ", ") + ", parked) " +
+		"SELECT tenant, " + slot + ", queue, " + strings.Join(outer, ", ") +
+		" FROM (SELECT tenant, minute, queue, " + strings.Join(inner, ", ") +
+		" FROM metrics_queue WHERE minute >= ? AND minute < ? GROUP BY tenant, minute, queue) x" +
+		" WHERE true GROUP BY tenant, " + slot + ", queue" +
+		" ON CONFLICT (tenant, minute, queue) DO UPDATE SET " + strings.Join(set, ", ")
+}
+
+// rollupWindow widens [From, To) to whole slots.
+func rollupWindow(p *store.StatsRollupParams) (from, to int64) {
+	from = store.BucketOf(p.From, store.RollupSlot).UnixMilli()
+	to = store.BucketOf(p.To, store.RollupSlot).Add(store.RollupSlot).UnixMilli()
+	return from, to
+}
+
+var sqlStatsRollup = rollupQuery("")
+
+// StatsRollup sums the minute rows of the window into 15-minute slots, in
+// one relaxed writer job.
+func (s *Store) StatsRollup(ctx context.Context, p *store.StatsRollupParams) error {
+	from, to := rollupWindow(p)
+	return s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, sqlStatsRollup, from, to); err != nil {
+			return fmt.Errorf("roll metrics up: %w", err)
+		}
+		return nil
+	})
+}
+
+// sweptTables are the series tables and their keys (WITHOUT ROWID tables:
+// a range of a tenant's minutes is read along the table itself).
+var sweptTables = []struct{ name, key string }{
+	{"metrics_queue", "tenant, minute, queue, hostname, worker_id"},
+	{"metrics_queue_15m", "tenant, minute, queue"},
+	{"metrics_queue_state", "tenant, minute, queue"},
+	{"metrics_worker", "hostname, worker_id, minute"},
+}
+
 // StatsSweep deletes old rows of every series, up to p.Limit per table.
 func (s *Store) StatsSweep(ctx context.Context, p *store.StatsSweepParams) (*store.StatsSweepResult, error) {
 	limit := p.Limit
@@ -104,11 +162,11 @@ func (s *Store) StatsSweep(ctx context.Context, p *store.StatsSweepParams) (*sto
 	}
 	out := &store.StatsSweepResult{}
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
-		for _, table := range []string{"metrics_queue", "metrics_queue_state", "metrics_worker"} {
-			res, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE rowid IN (SELECT rowid FROM "+table+
-				" WHERE minute < ? LIMIT ?)", p.Before.UnixMilli(), limit)
+		for _, t := range sweptTables {
+			res, err := tx.ExecContext(ctx, "DELETE FROM "+t.name+" WHERE ("+t.key+") IN (SELECT "+t.key+" FROM "+
+				t.name+" WHERE minute < ? LIMIT ?)", p.Before.UnixMilli(), limit)
 			if err != nil {
-				return fmt.Errorf("sweep %s: %w", table, err)
+				return fmt.Errorf("sweep %s: %w", t.name, err)
 			}
 			n, _ := res.RowsAffected()
 			out.Deleted += int(n)
@@ -133,7 +191,6 @@ func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
 	case store.SeriesByReplica:
 		keys = []string{"m.tenant", "m.queue", "m.hostname", "m.worker_id"}
 	}
-	bucket := max(p.Bucket.Truncate(time.Minute), time.Minute).Milliseconds()
 	join, args := "", []any{}
 	if p.Namespace != "" || p.Task != "" {
 		join = " JOIN queues q ON q.tenant = m.tenant AND q.name = m.queue"
@@ -167,6 +224,14 @@ func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
 		where = append(where, "m.worker_id = ?")
 		args = append(args, p.WorkerID)
 	}
+	table := "metrics_queue"
+	if store.SeriesFromSlots(p) {
+		table = "metrics_queue_15m"
+	}
+	// Parked is summed over brokers (and queues) per minute, then the
+	// bucket keeps its largest minute: two levels, unless every row is
+	// already one group of a minute (a broker's row, a slot's queue).
+	oneLevel := p.Group == store.SeriesByReplica || (table != "metrics_queue" && p.Group == store.SeriesByQueue)
 	inner := make([]string, 0, len(opsColumns)+1)
 	outer := make([]string, 0, len(opsColumns)+1)
 	for _, c := range opsColumns {
@@ -175,20 +240,25 @@ func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
 			agg = "max"
 		}
 		inner = append(inner, agg+"(m."+c+") AS "+c)
-		outer = append(outer, agg+"("+c+")")
+		if oneLevel {
+			outer = append(outer, agg+"(m."+c+")")
+		} else {
+			outer = append(outer, agg+"("+c+")")
+		}
 	}
 	inner = append(inner, "sum(m.parked) AS parked")
-	outer = append(outer, "max(parked)")
 	innerKeys := strings.Join(append([]string{"m.minute"}, keys...), ", ")
-	outerKeys := []string{fmt.Sprintf("(minute / %d) * %d", bucket, bucket)}
-	for _, k := range keys {
-		outerKeys = append(outerKeys, strings.TrimPrefix(k, "m."))
+	from := "(SELECT " + innerKeys + ", " + strings.Join(inner, ", ") + " FROM " + table + " m" + join +
+		" WHERE " + strings.Join(where, " AND ") + " GROUP BY " + innerKeys + ") m"
+	if oneLevel {
+		from = table + " m" + join + " WHERE " + strings.Join(where, " AND ")
 	}
-	sql := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") +
-		" FROM (SELECT " + innerKeys + ", " + strings.Join(inner, ", ") + " FROM metrics_queue m" + join +
-		" WHERE " + strings.Join(where, " AND ") + " GROUP BY " + innerKeys + ")" +
+	outer = append(outer, "max(m.parked)")
+	b := max(p.Bucket.Truncate(time.Minute), time.Minute).Milliseconds()
+	outerKeys := append([]string{fmt.Sprintf("(m.minute / %d) * %d", b, b)}, keys...)
+	query := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") + " FROM " + from +
 		" GROUP BY " + strings.Join(outerKeys, ", ") + " ORDER BY " + strings.Join(outerKeys, ", ")
-	return sql, args
+	return query, args
 }
 
 // StatsQueueSeries sums the per-queue counters into buckets.

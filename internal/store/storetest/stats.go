@@ -112,6 +112,70 @@ func runStats(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("WideBucketsReadTheRollup", func(t *testing.T) {
+		s := setup(t, newStore)
+		// Two brokers over 20 minutes from a slot's start: the second
+		// broker parks 3 polls in minute 4 only.
+		start := store.BucketOf(minute(0), store.RollupSlot)
+		var qs []store.QueueMinute
+		for i := range 20 {
+			at := start.Add(time.Duration(i) * time.Minute)
+			qs = append(qs, store.QueueMinute{Queue: "a", Minute: at, Hostname: "h", WorkerID: "w1", Ops: ops(1), Parked: 1})
+			w2 := store.QueueMinute{Queue: "a", Minute: at, Hostname: "h", WorkerID: "w2", Ops: ops(2)}
+			if i == 4 {
+				w2.Parked = 3
+			}
+			qs = append(qs, w2, store.QueueMinute{Queue: "b", Minute: at, Hostname: "h", WorkerID: "w1", Ops: ops(1)})
+		}
+		record(t, s, &store.StatsRecordParams{Queues: qs})
+		p := store.StatsSeriesParams{From: start, To: start.Add(30 * time.Minute), Bucket: store.RollupSlot,
+			Group: store.SeriesByQueue, Queues: []string{"a"}}
+		if got := series(t, s, p); len(got) != 0 {
+			t.Fatalf("slots before the rollup: %+v", got)
+		}
+		if err := s.StatsRollup(ctx, &store.StatsRollupParams{From: start.Add(time.Minute), To: start.Add(20 * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		// The same series from the minute rows, 15-minute buckets by hand.
+		byMinute := p
+		byMinute.Bucket, byMinute.Hostname = time.Minute, "h" // a broker filter reads minutes
+		want := map[int64]store.QueueOps{}
+		for _, b := range series(t, s, byMinute) {
+			k := store.BucketOf(b.Bucket, store.RollupSlot).UnixMilli()
+			o := want[k]
+			o.Add(b.Ops)
+			want[k] = o
+		}
+		got := series(t, s, p)
+		if len(got) != 2 || got[0].Ops != want[start.UnixMilli()] ||
+			got[1].Ops != want[start.Add(store.RollupSlot).UnixMilli()] {
+			t.Fatalf("slots: %+v, want %+v", got, want)
+		}
+		if got[0].Parked != 4 || got[1].Parked != 1 {
+			t.Errorf("parked %d and %d, want 4 (1 + 3 in minute 4) and 1", got[0].Parked, got[1].Parked)
+		}
+		// A rollup again replaces the slots: a late minute is counted once.
+		late := store.QueueMinute{Queue: "a", Minute: start.Add(20 * time.Minute), Hostname: "h", WorkerID: "w3", Ops: ops(5)}
+		record(t, s, &store.StatsRecordParams{Queues: []store.QueueMinute{late}})
+		for range 2 {
+			if err := s.StatsRollup(ctx, &store.StatsRollupParams{From: start, To: start.Add(30 * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = series(t, s, p)
+		w := want[start.Add(store.RollupSlot).UnixMilli()]
+		w.Add(ops(5))
+		if len(got) != 2 || got[1].Ops != w {
+			t.Errorf("after a late minute: %+v, want %+v", got[1].Ops, w)
+		}
+		// Every queue together, in one hour-wide bucket.
+		hour := store.StatsSeriesParams{From: store.BucketOf(start, time.Hour), To: store.BucketOf(start, time.Hour).Add(time.Hour),
+			Bucket: time.Hour}
+		if got := series(t, s, hour); len(got) != 1 || got[0].Ops.PushRequests != 20*(1+2+1)+5 {
+			t.Errorf("hour bucket: %+v", got)
+		}
+	})
+
 	t.Run("SeriesByQueueAndReplica", func(t *testing.T) {
 		s := setup(t, newStore)
 		fill(t, s)

@@ -10,7 +10,8 @@
 -- Only what happened is written: a queue gets a metrics_queue row for a
 -- minute in which it had requests (or parked long polls) at that broker, and
 -- a metrics_queue_state row while it holds messages (the deepest queues
--- only, at most QUEEN_METRICS_MAX_QUEUES a minute).
+-- only, at most QUEEN_METRICS_MAX_QUEUES a minute). Every table is swept by
+-- its minute column.
 
 -- What one broker did for one queue in one minute. parked: long polls parked
 -- on the queue at that broker, the most seen by the minute's samples.
@@ -34,12 +35,41 @@ CREATE TABLE metrics_queue (
     lag_sum_ms    bigint NOT NULL DEFAULT 0,
     lag_max_ms    bigint NOT NULL DEFAULT 0,
     parked        bigint NOT NULL DEFAULT 0,
-    PRIMARY KEY (tenant, queue, minute, hostname, worker_id)
+    PRIMARY KEY (tenant, minute, queue, hostname, worker_id)
 );
--- A tenant's minutes (status, analytics without a queue filter), and the
--- sweep.
-CREATE INDEX metrics_queue_tenant_minute ON metrics_queue (tenant, minute);
+-- The primary key serves a tenant's window (status, analytics without a
+-- queue filter) in the order the series sum it (minute, then queue); this
+-- index one queue's window, and the next the sweep.
+CREATE INDEX metrics_queue_queue ON metrics_queue (tenant, queue, minute);
 CREATE INDEX metrics_queue_minute ON metrics_queue (minute);
+
+-- metrics_queue summed over brokers into 15-minute slots (minute is the
+-- slot's start; parked the most in one of its minutes, brokers together),
+-- kept up to date by the broker holding the metrics job's lock. Windows
+-- longer than 6 hours are read in buckets of 15, 60 or 360 minutes (Queen's
+-- rule), which these rows serve: a day of a busy cluster is 96 rows a
+-- queue instead of 1440 a queue and broker.
+CREATE TABLE metrics_queue_15m (
+    tenant        text COLLATE "C" NOT NULL,
+    minute        bigint NOT NULL,
+    queue         text COLLATE "C" NOT NULL,
+    push_requests bigint NOT NULL DEFAULT 0,
+    push_messages bigint NOT NULL DEFAULT 0,
+    pop_requests  bigint NOT NULL DEFAULT 0,
+    pop_messages  bigint NOT NULL DEFAULT 0,
+    pop_empty     bigint NOT NULL DEFAULT 0,
+    ack_requests  bigint NOT NULL DEFAULT 0,
+    ack_success   bigint NOT NULL DEFAULT 0,
+    ack_failed    bigint NOT NULL DEFAULT 0,
+    dlq           bigint NOT NULL DEFAULT 0,
+    transactions  bigint NOT NULL DEFAULT 0,
+    lag_count     bigint NOT NULL DEFAULT 0,
+    lag_sum_ms    bigint NOT NULL DEFAULT 0,
+    lag_max_ms    bigint NOT NULL DEFAULT 0,
+    parked        bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, minute, queue)
+);
+CREATE INDEX metrics_queue_15m_minute ON metrics_queue_15m (minute);
 
 -- A queue's live figures at one minute, written by one broker of the cluster
 -- (the holder of the metrics job's lock).
