@@ -83,17 +83,9 @@ func (c *Control) QueueLag(ctx context.Context, tenant string, p SeriesParams, l
 			continue
 		}
 		out = append(out, LagRow{Minute: rows[i].Bucket, Queue: rows[i].Queue, PopCount: o.PopMessages,
-			AvgLagMs: avgLag(o), MaxLagMs: float64(o.LagMaxMs)})
+			AvgLagMs: o.AvgLagMs(), MaxLagMs: float64(o.LagMaxMs)})
 	}
 	return out, nil
-}
-
-// avgLag is the mean wait of the messages popped.
-func avgLag(o store.QueueOps) float64 {
-	if o.LagCount == 0 {
-		return 0
-	}
-	return float64(o.LagSumMs) / float64(o.LagCount)
 }
 
 // OpsPoint is one queue's operations in one bucket, with its figures at
@@ -381,7 +373,7 @@ func (c *Control) WorkerMetrics(ctx context.Context, p BrokerParams) (*WorkerMet
 	for k, o := range sums {
 		if o.PopMessages > 0 {
 			out.Queues = append(out.Queues, QueueLagSummary{Tenant: k[0], Queue: k[1], PopCount: o.PopMessages,
-				AvgLagMs: avgLag(*o), MaxLagMs: float64(o.LagMaxMs)})
+				AvgLagMs: o.AvgLagMs(), MaxLagMs: float64(o.LagMaxMs)})
 		}
 	}
 	sort.Slice(out.Queues, func(i, j int) bool {

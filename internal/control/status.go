@@ -53,14 +53,6 @@ func seriesParams(tenant string, r TimeRange, d time.Duration) store.StatsSeries
 	return store.StatsSeriesParams{Tenant: tenant, From: store.BucketOf(r.From, d), To: r.To, Bucket: d}
 }
 
-// StatusParams select what /api/v1/status sums up.
-type StatusParams struct {
-	Namespace string
-	Queue     string
-	Range     TimeRange
-	Task      string
-}
-
 // Status is the dashboard's summary of a tenant (or of the queues a
 // filter selects).
 type Status struct {
@@ -116,8 +108,8 @@ type WorkerStatus struct {
 // recentWorkers is how far back Status looks for brokers.
 const recentWorkers = 2 * time.Minute
 
-// Status sums up the tenant's queues over p.Range.
-func (c *Control) Status(ctx context.Context, tenant string, p StatusParams) (*Status, error) {
+// Status sums up the tenant's queues (or those p selects) over p.Range.
+func (c *Control) Status(ctx context.Context, tenant string, p SeriesParams) (*Status, error) {
 	now := c.now()
 	d := BucketFor(p.Range)
 	out := &Status{Range: p.Range, Bucket: d}
@@ -167,7 +159,7 @@ func (c *Control) Status(ctx context.Context, tenant string, p StatusParams) (*S
 
 // statusFigures fills the live figures: the queues with messages, the
 // messages of the selection and its leases.
-func (c *Control) statusFigures(ctx context.Context, tenant string, p StatusParams, now time.Time, out *Status) error {
+func (c *Control) statusFigures(ctx context.Context, tenant string, p SeriesParams, now time.Time, out *Status) error {
 	switch {
 	case p.Queue != "":
 		d, err := c.store.QueueGet(ctx, &store.QueueGetParams{Tenant: tenant, Name: p.Queue, Limit: 1, Now: now})

@@ -193,7 +193,7 @@ func (a *api) workerMetrics(w http.ResponseWriter, r *http.Request) error {
 			MaxEventLoopLagMs: round3(g[control.GaugeSchedMax].Max), AvgFreeSlots: round3(g[control.GaugePoolIdle].Avg),
 			MinFreeSlots: g[control.GaugePoolIdle].Min, DBConnections: round3(g[control.GaugePoolOpen].Avg),
 			AvgJobQueueSize: round3(g[control.GaugePoolWaiting].Avg), MaxJobQueueSize: g[control.GaugePoolWaiting].Max,
-			BackoffSize: round3(g[control.GaugeParked].Avg), AvgLagMs: round3(avgLagOf(o)),
+			BackoffSize: round3(g[control.GaugeParked].Avg), AvgLagMs: round3(o.AvgLagMs()),
 			MaxLagMs: float64(o.LagMaxMs), LagCount: o.LagCount, DBErrors: pt.DBErrors, AckSuccess: o.AckSuccess,
 			AckFailed: o.AckFailed, DLQCount: o.DLQ}
 	}
@@ -302,7 +302,7 @@ func (a *api) queueOps(w http.ResponseWriter, r *http.Request) error {
 		pj := opsPointJSON{Bucket: timestamp(pt.At), QueueName: pt.Queue, PushRequests: o.PushRequests,
 			PushMessages: o.PushMessages, PopMessages: o.PopMessages, PopEmpty: o.PopEmpty, AckRequests: o.AckRequests,
 			AckSuccess: o.AckSuccess, AckFailed: o.AckFailed, Transactions: o.Transactions,
-			AvgLagMs: round3(avgLagOf(o)), MaxLagMs: float64(o.LagMaxMs), PushPerSecond: perSecond(o.PushMessages, d),
+			AvgLagMs: round3(o.AvgLagMs()), MaxLagMs: float64(o.LagMaxMs), PushPerSecond: perSecond(o.PushMessages, d),
 			PopPerSecond: perSecond(o.PopMessages, d), AckPerSecond: perSecond(o.AckSuccess+o.AckFailed, d),
 			EmptyPerSecond: perSecond(o.PopEmpty, d), ParkedCount: pt.Parked}
 		if st := pt.State; st != nil {

@@ -222,8 +222,7 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	st, err := a.control.Status(r.Context(), caller(r).Tenant, control.StatusParams{Range: sp.Range, Queue: sp.Queue,
-		Namespace: sp.Namespace, Task: sp.Task})
+	st, err := a.control.Status(r.Context(), caller(r).Tenant, sp)
 	if err != nil {
 		return entity(err)
 	}
@@ -236,7 +235,7 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 		out.Throughput[i] = throughputJSON{Timestamp: timestamp(pt.At), Ingested: o.PushMessages,
 			Processed: o.AckSuccess, PopMessages: o.PopMessages, IngestedPerSecond: perSecond(o.PushMessages, d),
 			ProcessedPerSecond: perSecond(o.AckSuccess, d), PopPerSecond: perSecond(o.PopMessages, d),
-			AvgLagMs: round3(avgLagOf(o)), MaxLagMs: float64(o.LagMaxMs), AvgEventLoopLagMs: round3(p.SchedAvgMs),
+			AvgLagMs: round3(o.AvgLagMs()), MaxLagMs: float64(o.LagMaxMs), AvgEventLoopLagMs: round3(p.SchedAvgMs),
 			MaxEventLoopLagMs: round3(p.SchedMaxMs), MinFreeSlots: p.FreeSlotsMin, DBErrors: pt.DBErrors,
 			AckFailed: o.AckFailed, DLQCount: o.DLQ, QueenCPUUserPct: round3(p.CPUUserPct),
 			QueenCPUSysPct: round3(p.CPUSystemPct), QueenRssMb: round3(p.RSSBytes / (1 << 20)),
@@ -263,14 +262,6 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) error {
 	out.Errors = statusErrorsJSON{DBErrors: st.DBErrors, AckFailed: o.AckFailed, DLQMessages: o.DLQ}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// avgLagOf is the mean wait of the messages popped.
-func avgLagOf(o store.QueueOps) float64 {
-	if o.LagCount == 0 {
-		return 0
-	}
-	return float64(o.LagSumMs) / float64(o.LagCount)
 }
 
 func (a *api) statusQueues(w http.ResponseWriter, r *http.Request) error {

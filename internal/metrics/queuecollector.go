@@ -197,11 +197,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.ack, float64(o.AckSuccess), "success")
 		gauge(c.ack, float64(o.AckFailed), "failed")
 		gauge(c.tx, float64(o.Transactions))
-		avg := 0.0
-		if o.LagCount > 0 {
-			avg = float64(o.LagSumMs) / float64(o.LagCount)
-		}
-		gauge(c.popLag, avg, "avg")
+		gauge(c.popLag, o.AvgLagMs(), "avg")
 		gauge(c.popLag, float64(o.LagMaxMs), "max")
 	}
 }

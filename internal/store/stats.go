@@ -197,6 +197,15 @@ func (q *QueueOps) Add(o QueueOps) {
 	q.Transactions += o.Transactions
 }
 
+// AvgLagMs is the mean wait, in milliseconds, of the messages popped; 0
+// when none was.
+func (q QueueOps) AvgLagMs() float64 {
+	if q.LagCount == 0 {
+		return 0
+	}
+	return float64(q.LagSumMs) / float64(q.LagCount)
+}
+
 // IsZero reports whether every counter is 0.
 func (q QueueOps) IsZero() bool { return q == QueueOps{} }
 
