@@ -66,9 +66,15 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 		TLSKeyFile:        cfg.TLSKeyFile,
 		Encryption:        keys,
 		Sweeps: broker.SweepConfig{
-			EvictionBatch: cfg.EvictionBatch, EvictionEvery: cfg.EvictionInterval, HistoryKeep: cfg.HistoryKeep,
+			EvictionBatch: cfg.EvictionBatch, EvictionEvery: cfg.EvictionInterval, HistoryKeep: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
 			PartitionIdle: cfg.PartitionIdle, RetentionBatch: cfg.RetentionBatch, RetentionEvery: cfg.RetentionInterval,
 		},
+
+		MetricsAggregateEvery: cfg.MetricsAggregateEvery,
+		MetricsMaxQueues:      cfg.MetricsMaxQueues,
+		MetricsRetention:      time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
+		MetricsSampleEvery:    cfg.MetricsSampleEvery,
+		WorkerID:              cfg.WorkerID,
 	}, st)
 	if err != nil {
 		return err

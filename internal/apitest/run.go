@@ -32,6 +32,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Messages", s.testMessages},
 		{"DLQ", s.testDLQ},
 		{"Traces", s.testTraces},
+		{"Status", s.testStatus},
+		{"Analytics", s.testAnalytics},
+		{"Metrics", s.testMetrics},
 		{"BadInput", s.testBadInput},
 		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},

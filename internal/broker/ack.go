@@ -48,17 +48,10 @@ func (b *Broker) Ack(ctx context.Context, c Caller, acks []store.Ack) ([]store.A
 // afterAcks counts verdicts and wakes consumers of lanes whose lease was
 // released: their unacked messages are deliverable again.
 func (b *Broker) afterAcks(tenant string, res []store.AckResult) {
+	b.metrics.Acked(tenant, res)
 	var released []string
 	for i := range res {
 		r := &res[i]
-		switch {
-		case r.DLQ:
-			b.metrics.Acks.WithLabelValues("dlq").Inc()
-		case r.Success:
-			b.metrics.Acks.WithLabelValues("success").Inc()
-		default:
-			b.metrics.Acks.WithLabelValues("failed").Inc()
-		}
 		if r.LeaseReleased && r.Queue != "" {
 			released = appendNew(released, store.QueueKey(tenant, r.Queue))
 		}

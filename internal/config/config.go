@@ -67,6 +67,14 @@ type Config struct {
 	LogLevel  slog.Level     // LOG_LEVEL: trace, debug, info, warn, error, critical or off
 	PprofAddr string         // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
 
+	// Metrics: the sampler behind /api/v1/status and /api/v1/analytics/*,
+	// and the per-queue Prometheus families.
+	MetricsAggregateEvery time.Duration // METRICS_AGGREGATE_INTERVAL_S: how often each broker writes its metrics rows
+	MetricsMaxQueues      int           // QUEEN_METRICS_MAX_QUEUES: queues with per-queue series (the deepest)
+	MetricsRetentionDays  int           // METRICS_RETENTION_DAYS: how long metrics rows and the retention history are kept
+	MetricsSampleEvery    time.Duration // METRICS_SAMPLE_INTERVAL_MS: how often counters are drained and the process sampled
+	WorkerID              string        // WORKER_ID: names this broker's metrics rows; "" = its process id
+
 	// Authentication and tenants.
 	APITokens        []auth.Token  // QUEEN_API_TOKENS: static tokens, token:role[:tenant],…
 	JWTAlgorithm     string        // JWT_ALGORITHM: HS256 … EdDSA, or auto
@@ -97,7 +105,6 @@ type Config struct {
 	EncryptionKeysOld []string      // QUEEN_ENCRYPTION_KEYS_OLD: earlier keys, still opening what they sealed
 	EvictionBatch     int           // EVICTION_BATCH_SIZE: rows one eviction step writes at most
 	EvictionInterval  time.Duration // EVICTION_INTERVAL (milliseconds)
-	HistoryKeep       time.Duration // METRICS_RETENTION_DAYS: how long the retention history is kept
 	PartitionIdle     time.Duration // PARTITION_CLEANUP_DAYS: idle time after which an empty partition is deleted
 	RetentionBatch    int           // RETENTION_BATCH_SIZE: rows one retention step deletes at most
 	RetentionInterval time.Duration // RETENTION_INTERVAL (milliseconds)
@@ -279,6 +286,21 @@ var settings = []Setting{
 		kind:  text("addr", func(c *Config) *string { return &c.PprofAddr })},
 
 	// Authentication, tenants, TLS, CORS.
+	{Env: "METRICS_SAMPLE_INTERVAL_MS", Flag: "metrics-sample-interval-ms", Default: "1000",
+		Usage: "how often the metrics sampler drains the per-queue counters and samples CPU, memory and the pool",
+		kind:  millis(10, func(c *Config) *time.Duration { return &c.MetricsSampleEvery })},
+	{Env: "METRICS_AGGREGATE_INTERVAL_S", Flag: "metrics-aggregate-interval-s", Default: "60",
+		Usage: "how often each broker writes its per-minute metrics rows (status and analytics series)",
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.MetricsAggregateEvery })},
+	{Env: "METRICS_RETENTION_DAYS", Flag: "metrics-retention-days", Default: "90",
+		Usage: "days metrics rows and the retention history are kept; older rows are swept in bounded steps",
+		kind:  integer("days", 1, 36500, func(c *Config) *int { return &c.MetricsRetentionDays })},
+	{Env: "QUEEN_METRICS_MAX_QUEUES", Flag: "metrics-max-queues", Default: "500",
+		Usage: "queues with per-queue Prometheus series and recorded figures: the deepest; queen_queue_metrics_omitted_queues counts the rest",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.MetricsMaxQueues })},
+	{Env: "WORKER_ID", Flag: "worker-id", Unset: "the process id",
+		Usage: "names this broker's metrics rows beside its hostname (brokers sharing a database each write their own)",
+		kind:  text("string", func(c *Config) *string { return &c.WorkerID })},
 	{Env: "JWT_ENABLED", Flag: "jwt-enabled", Default: "false",
 		Usage: "require a JWT (Authorization: Bearer) on every route that is not public",
 		kind:  boolean(func(c *Config) *bool { return &c.JWTEnabled })},
@@ -366,9 +388,6 @@ var settings = []Setting{
 	{Env: "PARTITION_CLEANUP_DAYS", Flag: "partition-cleanup-days", Default: "30",
 		Usage: "days after which retention deletes an empty partition that saw no push and no pop",
 		kind:  days(1, func(c *Config) *time.Duration { return &c.PartitionIdle })},
-	{Env: "METRICS_RETENTION_DAYS", Flag: "metrics-retention-days", Default: "90",
-		Usage: "days the retention history (what retention and eviction removed, per minute) is kept",
-		kind:  days(1, func(c *Config) *time.Duration { return &c.HistoryKeep })},
 	{Env: "EVICTION_INTERVAL", Flag: "eviction-interval", Default: "60000",
 		Usage: "milliseconds between eviction runs (maxWaitTimeSeconds)",
 		kind:  millis(1, func(c *Config) *time.Duration { return &c.EvictionInterval })},

@@ -152,11 +152,13 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		HTTPReadHeaderTimeout: 10 * time.Second, HTTPReadTimeout: 10 * time.Second, HTTPWriteTimeout: 30 * time.Second,
 		MaxBodyBytes: 64 << 20,
 		LogFormat:    logging.FormatText, LogLevel: slog.LevelInfo,
-		JWTAlgorithm: "HS256", JWTClockSkew: 30 * time.Second, JWTJWKSRefresh: time.Hour, JWTJWKSTimeout: 5 * time.Second,
+		MetricsAggregateEvery: time.Minute, MetricsMaxQueues: 500, MetricsRetentionDays: 90,
+		MetricsSampleEvery: time.Second,
+		JWTAlgorithm:       "HS256", JWTClockSkew: 30 * time.Second, JWTJWKSRefresh: time.Hour, JWTJWKSTimeout: 5 * time.Second,
 		JWTSkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/"},
 		JWTRoleClaim: "role", JWTRolesClaim: "roles", JWTTenantClaim: "tenant",
 		JWTRoleAdmin: "admin", JWTRoleReadWrite: "read-write", JWTRoleReadOnly: "read-only", JWTRoleWriteOnly: "write-only",
-		EvictionBatch: 1000, EvictionInterval: time.Minute, HistoryKeep: 90 * 24 * time.Hour,
+		EvictionBatch: 1000, EvictionInterval: time.Minute,
 		PartitionIdle: 30 * 24 * time.Hour, RetentionBatch: 1000, RetentionInterval: 5 * time.Minute,
 	}
 	if !reflect.DeepEqual(*c, want) {

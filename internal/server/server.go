@@ -65,6 +65,16 @@ type Config struct {
 	// Version is reported by /health.
 	Version string
 
+	// Metrics: the sampler behind the status and analytics series, and the
+	// per-queue Prometheus families. Zero values take control's defaults.
+	MetricsAggregateEvery time.Duration // METRICS_AGGREGATE_INTERVAL_S
+	MetricsMaxQueues      int           // QUEEN_METRICS_MAX_QUEUES
+	MetricsRetention      time.Duration // METRICS_RETENTION_DAYS
+	MetricsSampleEvery    time.Duration // METRICS_SAMPLE_INTERVAL_MS
+	// WorkerID names this broker's metrics rows beside its hostname
+	// (WORKER_ID); "" means its process id.
+	WorkerID string
+
 	// Access control and transport security.
 
 	// Auth configures authentication (JWT_*, QUEEN_API_TOKENS); the zero
@@ -100,6 +110,7 @@ type Server struct {
 	http     *http.Server
 	log      *slog.Logger
 	maxConns int
+	sampler  *control.Sampler
 	services *service.Supervisor
 	spool    *spool.Spool
 
@@ -154,6 +165,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 
 	b := broker.New(st, bcfg)
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
+	s.sampler = newSampler(cfg, st, m, sp, log)
+	watchStore(cfg, m, st, ctl, sp)
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
@@ -171,7 +184,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.log = log
 	s.spool = sp
 	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		[]service.Service{listener})...)
+		[]service.Service{listener, s.sampler})...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,
@@ -215,6 +228,9 @@ func (s *Server) ReloadTLS() error {
 // warning that every route is open, and when ln is reachable from other
 // hosts /health says so too ("auth":"none").
 func (s *Server) Serve(ln net.Listener) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.sampler.SetPort(tcp.Port)
+	}
 	if err := s.Start(context.Background()); err != nil {
 		return err
 	}

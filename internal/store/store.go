@@ -59,6 +59,7 @@ type Store interface {
 	RetentionStore // retention, eviction and idle-partition sweeps
 	SettingStore
 	TraceStore
+	StatsStore
 	TxStore
 }
 
