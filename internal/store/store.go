@@ -50,7 +50,9 @@ var (
 type Store interface {
 	DLQStore
 	EngineStore
+	EphemeralStore // ephemeral queues
 	GroupStore
+	KVStore // key/value state
 	LaneStore
 	MessageControlStore
 	MessageStore
@@ -60,6 +62,7 @@ type Store interface {
 	SettingStore
 	TraceStore
 	StatsStore
+	TimerStore // timers that become messages
 	TxStore
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/kvop"
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
@@ -252,8 +253,8 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 	return out, err
 }
 
-// TxRun runs pushes and acks in one database transaction: any failure
-// rolls back all of them.
+// TxRun runs pushes, acks and key/value operations in one database
+// transaction: any failure rolls back all of them.
 func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpResult, error) {
 	var out []store.TxOpResult
 	err := s.inTx(ctx, "transaction", func(t *txn) error {
@@ -263,12 +264,22 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 		if err := t.requireLeases(tenant, p.RequiredLeases, nowMs); err != nil {
 			return err
 		}
-		for _, op := range p.Ops {
+		var kv kvop.TxOps // key/value operations, applied last (kv.go)
+		for i, op := range p.Ops {
+			if op.KV != nil {
+				kv.Add(i, len(out), *op.KV)
+				out = append(out, store.TxOpResult{})
+				continue
+			}
 			res, err := t.txOp(tenant, op, nowMs)
 			if err != nil {
 				return err
 			}
 			out = append(out, res...)
+		}
+		if len(kv.Ops) > 0 {
+			res, err := t.kvApply(tenant, kv.Ops, nowMs)
+			return kv.Finish(res, err, out)
 		}
 		return nil
 	})

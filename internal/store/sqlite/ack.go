@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/kvop"
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
@@ -181,8 +182,8 @@ func (s *Store) LeaseExtend(ctx context.Context, p *store.LeaseExtendParams) (*s
 	return out, err
 }
 
-// TxRun runs pushes and acks in one savepoint: any failure rolls back
-// all of them.
+// TxRun runs pushes, acks and key/value operations in one savepoint: any
+// failure rolls back all of them.
 func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpResult, error) {
 	var out []store.TxOpResult
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
@@ -198,7 +199,13 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 				return &store.TxAbortError{Reason: fmt.Sprintf("required lease %s is not held", id)}
 			}
 		}
-		for _, op := range p.Ops {
+		var kv kvop.TxOps // key/value operations, applied last (kv.go)
+		for i, op := range p.Ops {
+			if op.KV != nil {
+				kv.Add(i, len(out), *op.KV)
+				out = append(out, store.TxOpResult{})
+				continue
+			}
 			if op.Ack != nil {
 				res, err := t.ack(tenant, []store.Ack{*op.Ack}, p.Now)
 				if err != nil {
@@ -221,6 +228,10 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 				}
 				out = append(out, store.TxOpResult{Push: &res[i]})
 			}
+		}
+		if len(kv.Ops) > 0 {
+			res, err := t.kvApply(tenant, kv.Ops, nowMs)
+			return kv.Finish(res, err, out)
 		}
 		return nil
 	})

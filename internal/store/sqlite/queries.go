@@ -164,7 +164,9 @@ type statements struct {
 
 func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 	st := &statements{all: make(map[string]*sql.Stmt)}
-	for _, q := range []string{
+	// featureStatements: those of key/value state, timers and ephemeral
+	// queues (kv.go, timers.go, ephemeral.go).
+	for _, q := range append([]string{
 		sqlQueueByName, sqlQueueInsert, sqlQueueUpdate, sqlQueuesMatching,
 		sqlPartitionByName, sqlPartitionByUUID, sqlPartitionInsert, sqlPartitionAdvance,
 		sqlMessageInsert, sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
@@ -172,7 +174,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
-	} {
+	}, featureStatements...) {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			st.close()
