@@ -55,6 +55,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Options", func(t *testing.T) { runOptions(t, newStore) })     // options.go
 	t.Run("Retention", func(t *testing.T) { runRetention(t, newStore) }) // retention.go
+	t.Run("KV", func(t *testing.T) { runKV(t, newStore) })               // kv.go
+	t.Run("Timers", func(t *testing.T) { runTimers(t, newStore) })       // timers.go
+	t.Run("Ephemeral", func(t *testing.T) { runEphemeral(t, newStore) }) // ephemeral.go
 }
 
 // setup marks t parallel and returns a fresh store.
