@@ -17,11 +17,15 @@ import (
 
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/config"
+	"github.com/queen-go/queen/internal/ephemeral"
+	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/logging"
+	"github.com/queen-go/queen/internal/ratelimit"
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/postgres"
 	"github.com/queen-go/queen/internal/store/sqlite"
+	"github.com/queen-go/queen/internal/timers"
 )
 
 // shutdownGrace bounds how long in-flight requests may take after a signal.
@@ -49,6 +53,10 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	overrides, err := ratelimit.ParseOverrides(cfg.TenantRateOverrides) // validated by config.Load already
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
 		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
 		Registry:          prometheus.NewRegistry(),
@@ -69,6 +77,13 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 			EvictionBatch: cfg.EvictionBatch, EvictionEvery: cfg.EvictionInterval, HistoryKeep: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
 			PartitionIdle: cfg.PartitionIdle, RetentionBatch: cfg.RetentionBatch, RetentionEvery: cfg.RetentionInterval,
 		},
+
+		KV: kv.Config{Disabled: !cfg.KVEnabled, MaxOps: cfg.KVMaxOps, MaxValueBytes: cfg.KVMaxValueBytes},
+		Timers: timers.Config{Disabled: !cfg.TimersEnabled, Batch: cfg.TimerBatch, MaxDelay: cfg.TimerMaxDelay,
+			PollEvery: cfg.TimerPollInterval},
+		Ephemeral: ephemeral.Config{Disabled: !cfg.EphemeralEnabled},
+		RateLimit: ratelimit.Config{Default: ratelimit.Limit{Rate: cfg.TenantRatePerSec, Burst: cfg.TenantBurst},
+			Overrides: overrides},
 
 		MetricsAggregateEvery: cfg.MetricsAggregateEvery,
 		MetricsMaxQueues:      cfg.MetricsMaxQueues,

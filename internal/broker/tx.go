@@ -8,10 +8,13 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// TxOperation is one operation of a transaction: a push of Items, or an Ack.
+// TxOperation is one operation of a transaction: a push of Items, an Ack,
+// or a key/value operation (KV: set, incr or delete, checked by package kv
+// before the transaction reaches the broker).
 type TxOperation struct {
 	Ack   *store.Ack
 	Items []store.PushItem
+	KV    *store.KVOp
 }
 
 // TxItem is the result of one pushed item or one ack of a transaction.
@@ -22,7 +25,11 @@ type TxItem struct {
 	PartitionID   string
 	Queue         string
 	TransactionID string
-	Type          string // "push" or "ack"
+	Type          string // "push", "ack" or "kv"
+	// KV is the result of a key/value operation.
+	KV *store.KVResult
+	// KVOp is the key/value operation KV answers.
+	KVOp *store.KVOp
 }
 
 // TxResult is a transaction's outcome. When Success is false nothing was
@@ -46,6 +53,10 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 	seen := make(map[dedupKey]bool)
 	var queues []string
 	for _, op := range ops {
+		if op.KV != nil {
+			params.Ops = append(params.Ops, store.TxOp{KV: op.KV})
+			continue
+		}
 		if op.Ack != nil {
 			if op.Ack.ConsumerGroup == "" {
 				op.Ack.ConsumerGroup = store.QueueMode
@@ -97,6 +108,12 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 	var ackRes []store.AckResult
 	i := 0
 	for _, op := range params.Ops {
+		if op.KV != nil {
+			r := res[i]
+			i++
+			out.Results = append(out.Results, TxItem{Type: "kv", KV: r.KV, KVOp: op.KV})
+			continue
+		}
 		if op.Ack != nil {
 			r := res[i]
 			i++

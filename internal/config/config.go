@@ -25,6 +25,7 @@ import (
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/logging"
+	"github.com/queen-go/queen/internal/ratelimit"
 )
 
 // Config is the broker's whole configuration. Each field is filled by one
@@ -108,6 +109,19 @@ type Config struct {
 	PartitionIdle     time.Duration // PARTITION_CLEANUP_DAYS: idle time after which an empty partition is deleted
 	RetentionBatch    int           // RETENTION_BATCH_SIZE: rows one retention step deletes at most
 	RetentionInterval time.Duration // RETENTION_INTERVAL (milliseconds)
+
+	// Key/value state, timers, ephemeral queues and their token bucket.
+	EphemeralEnabled    bool          // QUEEN_EPHEMERAL_ENABLED
+	KVEnabled           bool          // QUEEN_KV_ENABLED
+	KVMaxOps            int           // QUEEN_KV_MAX_OPS: operations of one batch at most (413 beyond)
+	KVMaxValueBytes     int           // QUEEN_KV_MAX_VALUE_BYTES: bytes of one value at most (413 beyond)
+	TenantBurst         int           // QUEEN_TENANT_BURST: tokens of a tenant's bucket
+	TenantRateOverrides string        // QUEEN_TENANT_RATE_OVERRIDES: tenant=rate:burst,…
+	TenantRatePerSec    float64       // QUEEN_TENANT_RATE_PER_SEC: tokens added per second
+	TimerBatch          int           // TIMER_BATCH_SIZE: timers one fire step pushes at most
+	TimerMaxDelay       time.Duration // TIMER_MAX_DELAY_SECONDS: furthest a timer may be scheduled ahead
+	TimerPollInterval   time.Duration // TIMER_POLL_INTERVAL_MS: longest the timer service goes without looking
+	TimersEnabled       bool          // QUEEN_TIMERS_ENABLED
 }
 
 // Keyring returns the encryption keyring of QUEEN_ENCRYPTION_KEY and
@@ -394,6 +408,41 @@ var settings = []Setting{
 	{Env: "EVICTION_BATCH_SIZE", Flag: "eviction-batch-size", Default: "1000",
 		Usage: "dead letters one eviction step writes at most",
 		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.EvictionBatch })},
+
+	// Key/value state, timers, ephemeral queues and their token bucket.
+	{Env: "QUEEN_KV_ENABLED", Flag: "kv-enabled", Default: "true",
+		Usage: "serve the key/value routes and kv operations in transactions (false: 403)",
+		kind:  boolean(func(c *Config) *bool { return &c.KVEnabled })},
+	{Env: "QUEEN_KV_MAX_OPS", Flag: "kv-max-ops", Default: "100",
+		Usage: "operations of one key/value batch at most; more is answered 413",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.KVMaxOps })},
+	{Env: "QUEEN_KV_MAX_VALUE_BYTES", Flag: "kv-max-value-bytes", Default: "65536",
+		Usage: "bytes of one key/value value at most; more is answered 413",
+		kind:  integer("bytes", 1, 64<<20, func(c *Config) *int { return &c.KVMaxValueBytes })},
+	{Env: "QUEEN_TIMERS_ENABLED", Flag: "timers-enabled", Default: "true",
+		Usage: "serve the timer routes and run the timer service (false: 403)",
+		kind:  boolean(func(c *Config) *bool { return &c.TimersEnabled })},
+	{Env: "TIMER_POLL_INTERVAL_MS", Flag: "timer-poll-interval-ms", Default: "250",
+		Usage: "longest the timer service goes without looking for due timers, in milliseconds",
+		kind:  millis(10, func(c *Config) *time.Duration { return &c.TimerPollInterval })},
+	{Env: "TIMER_BATCH_SIZE", Flag: "timer-batch-size", Default: "1000",
+		Usage: "timers one fire step pushes at most",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.TimerBatch })},
+	{Env: "TIMER_MAX_DELAY_SECONDS", Flag: "timer-max-delay-seconds", Default: "31536000",
+		Usage: "furthest ahead a timer may be scheduled, in seconds",
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.TimerMaxDelay })},
+	{Env: "QUEEN_EPHEMERAL_ENABLED", Flag: "ephemeral-enabled", Default: "true",
+		Usage: "serve the ephemeral-queue routes (false: 403)",
+		kind:  boolean(func(c *Config) *bool { return &c.EphemeralEnabled })},
+	{Env: "QUEEN_TENANT_RATE_PER_SEC", Flag: "tenant-rate-per-sec", Default: "1000",
+		Usage: "tokens per second of each tenant's bucket on the kv, timer and ephemeral routes (429 when empty)",
+		kind:  positiveFloat(func(c *Config) *float64 { return &c.TenantRatePerSec })},
+	{Env: "QUEEN_TENANT_BURST", Flag: "tenant-burst", Default: "2000",
+		Usage: "tokens each tenant's bucket holds at most",
+		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.TenantBurst })},
+	{Env: "QUEEN_TENANT_RATE_OVERRIDES", Flag: "tenant-rate-overrides", Unset: "none",
+		Usage: "per-tenant rate and burst: tenant-uuid=rate:burst,…",
+		kind:  rateOverrides(func(c *Config) *string { return &c.TenantRateOverrides })},
 }
 
 // Settings returns the settings table, in the order help lists it.
@@ -734,5 +783,29 @@ func format(field func(*Config) *logging.Format) kind {
 		f, err := logging.ParseFormat(v)
 		*field(c) = f
 		return err
+	}}
+}
+
+// positiveFloat reads a number above 0.
+func positiveFloat(field func(*Config) *float64) kind {
+	return kind{"number", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return errors.New("want a number above 0")
+		}
+		*field(c) = f
+		return nil
+	}}
+}
+
+// rateOverrides reads QUEEN_TENANT_RATE_OVERRIDES, checked by package
+// ratelimit's parser.
+func rateOverrides(field func(*Config) *string) kind {
+	return kind{"list", func(c *Config, v string) error {
+		if _, err := ratelimit.ParseOverrides(v); err != nil {
+			return err
+		}
+		*field(c) = strings.TrimSpace(v)
+		return nil
 	}}
 }

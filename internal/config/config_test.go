@@ -160,6 +160,9 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		JWTRoleAdmin: "admin", JWTRoleReadWrite: "read-write", JWTRoleReadOnly: "read-only", JWTRoleWriteOnly: "write-only",
 		EvictionBatch: 1000, EvictionInterval: time.Minute,
 		PartitionIdle: 30 * 24 * time.Hour, RetentionBatch: 1000, RetentionInterval: 5 * time.Minute,
+		EphemeralEnabled: true, KVEnabled: true, KVMaxOps: 100, KVMaxValueBytes: 65536, TenantBurst: 2000,
+		TenantRatePerSec: 1000, TimerBatch: 1000, TimerMaxDelay: 365 * 24 * time.Hour, TimerPollInterval: 250 * time.Millisecond,
+		TimersEnabled: true,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", *c, want)

@@ -21,7 +21,11 @@ import (
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
+	"github.com/queen-go/queen/internal/ephemeral"
+	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/ratelimit"
+	"github.com/queen-go/queen/internal/timers"
 )
 
 // Defaults of Config fields left zero.
@@ -84,6 +88,17 @@ type Config struct {
 	// x-queen-tenant header, else 400. Off, every request acts for the
 	// default tenant and the header is only checked for form.
 	TenancyEnabled bool
+
+	// Ephemeral serves the ephemeral-queue routes; nil answers them 403.
+	Ephemeral *ephemeral.Ephemeral
+	// KV serves the key/value routes and key/value operations in
+	// transactions; nil answers them 403.
+	KV *kv.KV
+	// RateLimit is the per-tenant token bucket of the key/value, timer and
+	// ephemeral routes; nil means no limit.
+	RateLimit *ratelimit.Limiter
+	// Timers serves the timer routes; nil answers them 403.
+	Timers *timers.Timers
 }
 
 type api struct {
@@ -91,6 +106,10 @@ type api struct {
 	broker       *broker.Broker
 	control      *control.Control
 	cors         *cors // nil: CORS off
+	ephemeral    *ephemeral.Ephemeral
+	kv           *kv.KV
+	limiter      *ratelimit.Limiter
+	timers       *timers.Timers
 	exposed      func() bool
 	log          *slog.Logger
 	maxBody      int64
@@ -119,6 +138,11 @@ func newAPI(cfg Config) *api {
 		version: cfg.Version,
 		cors:    newCORS(cfg.CORSAllowOrigins),
 		exposed: cfg.Exposed,
+
+		ephemeral: cfg.Ephemeral,
+		kv:        cfg.KV,
+		limiter:   cfg.RateLimit,
+		timers:    cfg.Timers,
 
 		minRate:      cmp.Or(cfg.BodyMinRate, DefaultBodyMinRate),
 		readTimeout:  cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),

@@ -253,6 +253,7 @@ func DecodeAckBatch(body []byte) ([]store.Ack, error) {
 
 type txOpJSON struct {
 	ackJSON
+	kvOpJSON
 	Items *[]pushItemJSON `json:"items"`
 	Type  *string         `json:"type"`
 }
@@ -306,8 +307,14 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
+		case "kv":
+			kv, err := txKVOp(&op.kvOpJSON, elem("operations", i))
+			if err != nil {
+				return nil, err
+			}
+			tx.Ops = append(tx.Ops, broker.TxOperation{KV: &kv})
 		default:
-			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push or ack", typ, elem("operations", i)))
+			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push, ack or kv", typ, elem("operations", i)))
 		}
 	}
 	return tx, nil

@@ -52,7 +52,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"transaction: operations empty", tx, `{"operations":[]}`, "operations array cannot be empty"},
 		{"transaction: type missing", tx, `{"operations":[{}]}`, "bad body: operations[0].type is missing"},
 		{"transaction: type a number", tx, `{"operations":[{"type":1}]}`, "bad body: operations[0].type: expected a string, got a number"},
-		{"transaction: unknown type", tx, `{"operations":[{"type":"pop"}]}`, `unsupported operation type "pop" at operations[0]: expected push or ack`},
+		{"transaction: unknown type", tx, `{"operations":[{"type":"pop"}]}`, `unsupported operation type "pop" at operations[0]: expected push, ack or kv`},
 		{"transaction: push without items", tx, `{"operations":[{"type":"push"}]}`, "bad body: operations[0].items is missing (a push operation carries an items array)"},
 		{"transaction: push item", tx, `{"operations":[{"type":"push","items":[{"queue":"","payload":1}]}]}`, "bad body: operations[0].items[0].queue is empty"},
 		{"transaction: ack", tx, `{"operations":[{"type":"push","items":[]},{"type":"ack","transactionId":"t"}]}`,

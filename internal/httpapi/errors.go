@@ -9,16 +9,20 @@ import (
 
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/ephemeral"
+	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/timers"
 )
 
 // httpError is an error a handler answers with its own status and text:
 // decoding errors ("bad body: …", "bad query: …") and the documented
 // pre-flight texts.
 type httpError struct {
-	code   string // the body's "code" key, only on the no-such-route 404
-	msg    string
-	status int
+	code       string // the body's "code" key, only on the no-such-route 404
+	msg        string
+	retryAfter int // seconds; > 0 sets Retry-After (429 and 503 of features.go)
+	status     int
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -57,9 +61,26 @@ func errorStatus(err error, requestID string) (status int, msg string) {
 	var invalid *broker.InvalidError
 	var tooBig *http.MaxBytesError
 	var denied *auth.Error
+	var conflict *store.KVConflictError
+	var kvLimit *kv.LimitError
+	var kvInvalid *kv.InvalidError
+	var timerInvalid *timers.InvalidError
+	var ephInvalid *ephemeral.InvalidError
 	switch {
 	case errors.As(err, &he):
 		return he.status, he.msg
+	case errors.As(err, &conflict):
+		return http.StatusConflict, conflict.Reason
+	case errors.As(err, &kvLimit):
+		return http.StatusRequestEntityTooLarge, kvLimit.Msg
+	case errors.As(err, &kvInvalid):
+		return http.StatusBadRequest, kvInvalid.Msg
+	case errors.As(err, &timerInvalid):
+		return http.StatusBadRequest, timerInvalid.Msg
+	case errors.As(err, &ephInvalid):
+		return http.StatusBadRequest, ephInvalid.Msg
+	case errors.Is(err, store.ErrTimerFired), errors.Is(err, store.ErrEphemeralExists):
+		return http.StatusConflict, err.Error()
 	case errors.As(err, &denied):
 		// One of Queen's fixed texts; what failed goes to the log.
 		return http.StatusUnauthorized, denied.Message()
@@ -109,10 +130,18 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err e
 		// connection after the answer.
 		w.Header().Set("Connection", "close")
 	}
+	var conflict *store.KVConflictError
+	if errors.As(err, &conflict) {
+		writeJSON(w, status, kvConflictBody(conflict))
+		return
+	}
 	body := errorJSON{Error: msg}
 	var he *httpError
 	if errors.As(err, &he) {
 		body.Code = he.code
+		if he.retryAfter > 0 {
+			retryAfterHeader(w, he.retryAfter)
+		}
 	}
 	writeJSON(w, status, body)
 }

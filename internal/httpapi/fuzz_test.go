@@ -298,7 +298,7 @@ func TestDecodeSeeds(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"operations":[]}`:               "operations array cannot be empty",
-		`{"operations":[{"type":"pop"}]}`: `unsupported operation type "pop" at operations[0]: expected push or ack`,
+		`{"operations":[{"type":"pop"}]}`: `unsupported operation type "pop" at operations[0]: expected push, ack or kv`,
 		``:                                "bad body: expected value at line 1 column 1",
 	} {
 		if _, err := DecodeTransaction([]byte(body)); err == nil || err.Error() != want {

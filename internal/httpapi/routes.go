@@ -182,6 +182,9 @@ func (a *api) routes() []route {
 		a.probeRoutes(),
 		a.identityRoutes(),
 		a.messageControlRoutes(),
+		a.kvRoutes(),        // kv.go
+		a.timerRoutes(),     // timers.go
+		a.ephemeralRoutes(), // ephemeral.go
 	)
 }
 

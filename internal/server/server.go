@@ -25,11 +25,15 @@ import (
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/crypt"
+	"github.com/queen-go/queen/internal/ephemeral"
 	"github.com/queen-go/queen/internal/httpapi"
+	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/ratelimit"
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/timers"
 )
 
 // Defaults of the HTTP limits (Config fields left zero).
@@ -96,6 +100,14 @@ type Config struct {
 	// Encryption seals the payloads of queues with encryptionEnabled
 	// (QUEEN_ENCRYPTION_KEY, QUEEN_ENCRYPTION_KEYS_OLD); nil: no key.
 	Encryption *crypt.Keyring
+	// Key/value state, timers, ephemeral queues and the per-tenant token
+	// bucket of their routes; zero values take the features' defaults (all
+	// on, Queen's limits).
+	Ephemeral ephemeral.Config
+	KV        kv.Config
+	RateLimit ratelimit.Config
+	Timers    timers.Config
+
 	// Sweeps configures the retention and eviction services; zero fields
 	// take Queen's defaults.
 	Sweeps broker.SweepConfig
@@ -167,7 +179,13 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
 	s.sampler = newSampler(cfg, st, m, sp, log)
 	watchStore(cfg, m, st, ctl, sp)
+	kvCfg, timerCfg, ephCfg := cfg.KV, cfg.Timers, cfg.Ephemeral
+	kvCfg.Logger, timerCfg.Logger, ephCfg.Logger = log, log, log
+	kvs := kv.New(st, kvCfg)
+	tms := timers.New(st, b, timerCfg)
+	eph := ephemeral.New(st, b, ephCfg)
 	handler := httpapi.New(httpapi.Config{
+		KV: kvs, Timers: tms, Ephemeral: eph, RateLimit: ratelimit.New(cfg.RateLimit),
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
@@ -184,7 +202,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.log = log
 	s.spool = sp
 	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		[]service.Service{listener, s.sampler})...)
+		[]service.Service{listener, s.sampler}, kvs.Services(), tms.Services(), eph.Services())...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,
