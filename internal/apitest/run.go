@@ -38,6 +38,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"BadInput", s.testBadInput},
 		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},
+		{"KV", s.testKV},                     // kv.go
+		{"Timers", s.testTimers},             // timers.go
+		{"Ephemeral", s.testEphemeral},       // ephemeral.go
+		{"FeatureGates", s.testFeatureGates}, // ratelimit.go
 		{"LongPoll", s.testLongPoll},
 		{"SeekWake", s.testSeekWake},
 		{"Concurrency", s.testConcurrency},
