@@ -107,26 +107,37 @@ func CheckName(name string) error {
 	return nil
 }
 
+// CheckCreate applies the rules of Create: a name ("" is minted), ttl (0:
+// DefaultTTL) and maxMessages (0: DefaultMaxMessages) in range.
+func CheckCreate(name string, ttl time.Duration, maxMessages int) error {
+	if name != "" {
+		if err := CheckName(name); err != nil {
+			return err
+		}
+	}
+	if ttl != 0 && (ttl < time.Second || ttl > MaxTTL) {
+		return invalidf("ttlSeconds must be between 1 and %d", int(MaxTTL.Seconds()))
+	}
+	if maxMessages != 0 && (maxMessages < 1 || maxMessages > MaxMaxMessages) {
+		return invalidf("maxMessages must be between 1 and %d", MaxMaxMessages)
+	}
+	return nil
+}
+
 // Create creates a queue of the tenant; name "" mints eph-<uuidv7>, ttl 0
 // means DefaultTTL, maxMessages 0 DefaultMaxMessages.
 func (e *Ephemeral) Create(ctx context.Context, tenant, name string, ttl time.Duration, maxMessages int) (*store.EphemeralQueue, error) {
+	if err := CheckCreate(name, ttl, maxMessages); err != nil {
+		return nil, err
+	}
 	if name == "" {
 		name = "eph-" + uuid.Must(uuid.NewV7()).String()
-	}
-	if err := CheckName(name); err != nil {
-		return nil, err
 	}
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	if ttl < time.Second || ttl > MaxTTL {
-		return nil, invalidf("ttlSeconds must be between 1 and %d", int(MaxTTL.Seconds()))
-	}
 	if maxMessages == 0 {
 		maxMessages = DefaultMaxMessages
-	}
-	if maxMessages < 1 || maxMessages > MaxMaxMessages {
-		return nil, invalidf("maxMessages must be between 1 and %d", MaxMaxMessages)
 	}
 	return e.store.EphemeralCreate(ctx, &store.EphemeralCreateParams{Tenant: tenant, Name: name, TTL: ttl,
 		MaxMessages: maxMessages, Now: e.cfg.Now()})

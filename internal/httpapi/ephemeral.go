@@ -43,6 +43,9 @@ func (a *api) ephCreate(w http.ResponseWriter, r *http.Request) error {
 	if in.MaxMessages != nil && *in.MaxMessages <= 0 {
 		return badBody("maxMessages must be between 1 and %d", ephemeral.MaxMaxMessages)
 	}
+	if err := ephemeral.CheckCreate(deref(in.Name), ttl, derefInt(in.MaxMessages)); err != nil {
+		return err
+	}
 	if err := a.take(r, 1); err != nil {
 		return err
 	}
@@ -122,6 +125,9 @@ func (a *api) ephPush(w http.ResponseWriter, r *http.Request) error {
 		if len(it.Payload) == 0 {
 			return fieldError(elem("items", i), "payload", "missing", "null is a valid payload")
 		}
+		if err := ephemeral.CheckName(*it.Queue); err != nil {
+			return err
+		}
 		items[i] = ephemeral.Item{Queue: *it.Queue, Payload: compactJSON(it.Payload)}
 	}
 	if err := a.take(r, len(items)); err != nil {
@@ -159,6 +165,9 @@ func (a *api) ephPop(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
+	if err := ephemeral.CheckName(r.PathValue("queue")); err != nil {
+		return err
+	}
 	if err := a.take(r, 1); err != nil {
 		return err
 	}
@@ -191,6 +200,9 @@ func (a *api) ephPop(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) ephKeepalive(w http.ResponseWriter, r *http.Request) error {
+	if err := ephemeral.CheckName(r.PathValue("queue")); err != nil {
+		return err
+	}
 	if err := a.take(r, 1); err != nil {
 		return err
 	}
@@ -203,6 +215,9 @@ func (a *api) ephKeepalive(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) ephDelete(w http.ResponseWriter, r *http.Request) error {
+	if err := ephemeral.CheckName(r.PathValue("queue")); err != nil {
+		return err
+	}
 	if err := a.take(r, 1); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -198,6 +199,9 @@ func (a *api) kvBatch(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) kvGet(w http.ResponseWriter, r *http.Request) error {
+	if err := kv.CheckKey(r.PathValue("namespace"), r.PathValue("key")); err != nil {
+		return err
+	}
 	if err := a.take(r, 1); err != nil {
 		return err
 	}
@@ -217,6 +221,9 @@ func (a *api) kvList(w http.ResponseWriter, r *http.Request) error {
 	prefix, cursor := q.str("prefix"), q.str("cursor")
 	if q.err != nil {
 		return q.err
+	}
+	if err := kv.CheckList(r.PathValue("namespace"), cursor); err != nil {
+		return err
 	}
 	if err := a.take(r, 1); err != nil {
 		return err

@@ -102,6 +102,9 @@ func (a *api) timersSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.timers.Check(reqs); err != nil {
+		return err
+	}
 	if err := a.take(r, len(reqs)); err != nil {
 		return err
 	}

@@ -180,10 +180,8 @@ func (k *KV) Apply(ctx context.Context, tenant string, ops []store.KVOp) ([]stor
 
 // Get reads one key; ErrKeyNotFound when absent.
 func (k *KV) Get(ctx context.Context, tenant, namespace, key string) (*store.KVEntry, error) {
-	for what, s := range map[string]string{"namespace": namespace, "key": key} {
-		if err := CheckName(what, s); err != nil {
-			return nil, &InvalidError{Msg: err.Error()}
-		}
+	if err := CheckKey(namespace, key); err != nil {
+		return nil, err
 	}
 	e, err := k.store.KVGet(ctx, &store.KVGetParams{Tenant: tenant, Namespace: namespace, Key: key, Now: k.cfg.Now()})
 	if errors.Is(err, store.ErrNotFound) {
@@ -207,13 +205,9 @@ func (k *KV) List(ctx context.Context, tenant, namespace, prefix, cursor string,
 	if limit <= 0 || limit > MaxListLimit {
 		return nil, invalidf("limit must be between 1 and %d", MaxListLimit)
 	}
-	after := ""
-	if cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil {
-			return nil, invalidf("invalid cursor")
-		}
-		after = string(b)
+	after, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, err
 	}
 	res, err := k.store.KVList(ctx, &store.KVListParams{Tenant: tenant, Namespace: namespace, Prefix: prefix,
 		After: after, Limit: limit, Now: k.cfg.Now()})
@@ -225,6 +219,38 @@ func (k *KV) List(ctx context.Context, tenant, namespace, prefix, cursor string,
 		p.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Entries[len(res.Entries)-1].Key))
 	}
 	return p, nil
+}
+
+// CheckList applies the rules of List that need no store.
+func CheckList(namespace, cursor string) error {
+	if err := CheckName("namespace", namespace); err != nil {
+		return &InvalidError{Msg: err.Error()}
+	}
+	_, err := decodeCursor(cursor)
+	return err
+}
+
+// CheckKey checks the namespace and key of one key.
+func CheckKey(namespace, key string) error {
+	if err := CheckName("namespace", namespace); err != nil {
+		return &InvalidError{Msg: err.Error()}
+	}
+	if err := CheckName("key", key); err != nil {
+		return &InvalidError{Msg: err.Error()}
+	}
+	return nil
+}
+
+// decodeCursor returns the key a cursor resumes after ("" for none).
+func decodeCursor(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return "", invalidf("invalid cursor")
+	}
+	return string(b), nil
 }
 
 // sweep deletes expired keys in bounded steps until none is left.

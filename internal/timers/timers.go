@@ -135,28 +135,46 @@ type Scheduled struct {
 	Timer     store.Timer
 }
 
-// Schedule stores timers for the caller. A timer due in the past fires at
-// once. A request without a transactionId gets "timer:<id>", the dedup key
-// of its message.
-func (t *Timers) Schedule(ctx context.Context, c broker.Caller, reqs []Request) ([]Scheduled, error) {
+// Check applies the rules of Schedule that need no store: exactly one of
+// fireAt and delaySeconds, and the horizon.
+func (t *Timers) Check(reqs []Request) error {
 	now := t.cfg.Now()
-	items := make([]store.TimerItem, len(reqs))
 	for i, r := range reqs {
 		if (r.FireAt == nil) == (r.Delay == nil) {
-			return nil, invalidf("items[%d]: exactly one of fireAt and delaySeconds is required", i)
+			return invalidf("items[%d]: exactly one of fireAt and delaySeconds is required", i)
 		}
 		at := now
 		if r.Delay != nil {
 			if *r.Delay < 0 {
-				return nil, invalidf("items[%d]: delaySeconds must be 0 or more", i)
+				return invalidf("items[%d]: delaySeconds must be 0 or more", i)
 			}
 			at = now.Add(*r.Delay)
 		} else {
 			at = *r.FireAt
 		}
 		if at.Sub(now) > t.cfg.MaxDelay {
-			return nil, invalidf("items[%d]: fires more than %d seconds ahead (TIMER_MAX_DELAY_SECONDS)", i,
+			return invalidf("items[%d]: fires more than %d seconds ahead (TIMER_MAX_DELAY_SECONDS)", i,
 				int64(t.cfg.MaxDelay.Seconds()))
+		}
+	}
+	return nil
+}
+
+// Schedule stores timers for the caller. A timer due in the past fires at
+// once. A request without a transactionId gets "timer:<id>", the dedup key
+// of its message.
+func (t *Timers) Schedule(ctx context.Context, c broker.Caller, reqs []Request) ([]Scheduled, error) {
+	if err := t.Check(reqs); err != nil {
+		return nil, err
+	}
+	now := t.cfg.Now()
+	items := make([]store.TimerItem, len(reqs))
+	for i, r := range reqs {
+		at := now
+		if r.Delay != nil {
+			at = now.Add(*r.Delay)
+		} else {
+			at = *r.FireAt
 		}
 		id := uuid.Must(uuid.NewV7()).String()
 		txn := r.TransactionID
