@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Lease", func(t *testing.T) { runLease(t, newStore) })
 	t.Run("Tx", func(t *testing.T) { runTx(t, newStore) })
 	t.Run("Queue", func(t *testing.T) { runQueue(t, newStore) })
+	t.Run("QueueReuse", func(t *testing.T) { runQueueReuse(t, newStore) })
 	t.Run("Settings", func(t *testing.T) { runSettings(t, newStore) })
 	t.Run("Tenancy", func(t *testing.T) { runTenancy(t, newStore) })
 	t.Run("Inspect", func(t *testing.T) { runInspect(t, newStore) })
