@@ -56,6 +56,7 @@ type Store interface {
 	MessageStore
 	QueueStore
 	SettingStore
+	StreamStore
 	TraceStore
 	TxStore
 }

@@ -166,6 +166,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlMessagesAfterIDs, sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
 		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
+		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,
 	} {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {
