@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Messages", func(t *testing.T) { runMessages(t, newStore) })
 	t.Run("DLQ", func(t *testing.T) { runDLQ(t, newStore) })
 	t.Run("Traces", func(t *testing.T) { runTraces(t, newStore) })
+	t.Run("Streams", func(t *testing.T) { runStreams(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 }
 
