@@ -29,6 +29,7 @@ import (
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/streams"
 )
 
 // Defaults of the HTTP limits (Config fields left zero).
@@ -144,9 +145,10 @@ func New(cfg Config, st store.Store) (*Server, error) {
 
 	b := broker.New(st, bcfg)
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
+	sx := streams.New(st, streams.Config{Logger: log, Metrics: m, Wake: b.Notify})
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
-		Metrics: m, Version: cfg.Version,
+		Metrics: m, Streams: sx, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		Exposed: s.exposed.Load,
@@ -161,7 +163,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.log = log
 	s.spool = sp
 	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		[]service.Service{listener})...)
+		sx.Services(), []service.Service{listener})...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,
