@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Messages", s.testMessages},
 		{"DLQ", s.testDLQ},
 		{"Traces", s.testTraces},
+		{"Streams", s.testStreams},
 		{"BadInput", s.testBadInput},
 		{"Auth", s.testAuth},
 		{"LongPoll", s.testLongPoll},
