@@ -378,9 +378,12 @@ func (s *Store) StreamPurge(ctx context.Context, p *store.StreamPurgeParams) (*s
 }
 
 // StreamStateGet reads state rows in one statement (one snapshot), built
-// from the filters given so that each is an index range: keys are
-// primary-key lookups, a prefix a primary-key range (LIKE on a "C" column),
-// ripeness a range of streams_state_ripe.
+// from the filters given so that each is an index range: a prefix is a
+// primary-key range (LIKE on a "C" column), ripeness a range of
+// streams_state_ripe, and keys are one primary-key probe each, joined
+// laterally. (As "key = ANY($keys)" the planner, with statistics taken
+// while the table was empty, scanned the partition's whole range and
+// filtered it: 50 ms at 100,000 keys instead of 0.2 ms.)
 func (s *Store) StreamStateGet(ctx context.Context, p *store.StreamStateGetParams) ([]store.StreamStateRow, error) {
 	if s.closed() {
 		return nil, store.ErrClosed
@@ -388,17 +391,19 @@ func (s *Store) StreamStateGet(ctx context.Context, p *store.StreamStateGetParam
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	var q strings.Builder
-	q.WriteString(`SELECT s.key, s.value, s.updated_at FROM streams_queries q
-		JOIN streams_state s ON s.state_key = q.state_key AND s.partition_id = $3
-		WHERE q.uuid = $1 AND q.tenant = $2`)
 	args := []any{p.QueryID, store.TenantOrDefault(p.Tenant), p.PartitionID}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	const shard = `s.state_key = (SELECT state_key FROM streams_queries WHERE uuid = $1 AND tenant = $2)
+		AND s.partition_id = $3`
+	var q strings.Builder
 	if len(p.Keys) > 0 {
-		q.WriteString(` AND s.key = ANY(` + arg(p.Keys) + `::text[])`)
+		q.WriteString(`SELECT s.key, s.value, s.updated_at FROM (SELECT DISTINCT unnest(` + arg(p.Keys) + `::text[]) AS key) k
+			CROSS JOIN LATERAL (SELECT * FROM streams_state s WHERE ` + shard + ` AND s.key = k.key) s WHERE true`)
+	} else {
+		q.WriteString(`SELECT s.key, s.value, s.updated_at FROM streams_state s WHERE ` + shard)
 	}
 	if p.KeyPrefix != "" {
 		q.WriteString(` AND s.key LIKE ` + arg(likePrefix(p.KeyPrefix)))
