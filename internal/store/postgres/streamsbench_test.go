@@ -11,7 +11,7 @@ import (
 )
 
 // TestStreamsThroughput measures the stream routes (cycles per second on 1
-// and 16 partitions, state reads at 100,000 keys; docs/benchmarks.md). It
+// and 16 partitions, state reads at 100,000 keys; docs/decisions.md, Streams). It
 // is a measurement, built without the race detector and run on request:
 //
 //	QUEEN_STREAMS_BENCH=1 go test -run TestStreamsThroughput -v ./internal/store/postgres/
