@@ -22,9 +22,11 @@ fi
 if [ -z "${QUEEN_LATENCY_TESTS:-}" ]; then
   cat >&2 <<'NOTE'
 
-skipped: the latency test TestBoundedQueueDelete (deletes a queue of 1,000,000 messages under load; minutes, and
-meaningful only when nothing else runs). CI runs it alone; to run it:
-    QUEEN_LATENCY_TESTS=1 go test -p 1 -run TestBoundedQueueDelete ./internal/store/sqlite ./internal/store/postgres
+skipped: the latency tests TestBoundedQueueDelete and TestBoundedRetention (a queue of 1,000,000 messages deleted,
+or swept by retention, under load; minutes, and meaningful only when nothing else runs) and the long test
+TestRetentionWaves (200,000 messages through retention, disk space checked). CI runs them alone; to run them:
+    QUEEN_LATENCY_TESTS=1 go test -p 1 -run 'TestBounded|TestRetentionWaves' \
+        ./internal/store/sqlite ./internal/store/postgres
 NOTE
 fi
 exit $status

@@ -108,12 +108,14 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
-func TestUnavailableSettingRefusesToStart(t *testing.T) {
+// A bad encryption key stops start-up before anything is opened, naming the
+// variable and never the value.
+func TestBadEncryptionKeyRefusesToStart(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	_, errOut, code := queen(t, []string{"QUEEN_ENCRYPTION_KEY=0123abcd", "QUEEN_DATA_DIR=" + dataDir})
-	const want = "QUEEN_ENCRYPTION_KEY is set: payload encryption is not available in this version yet; unset QUEEN_ENCRYPTION_KEY"
-	if code != 1 || !strings.Contains(errOut, want) {
-		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	const want = "QUEEN_ENCRYPTION_KEY / QUEEN_ENCRYPTION_KEYS_OLD: encryption key: want 64 hex characters"
+	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "0123abcd") {
+		t.Fatalf("exit %d, stderr %q; want 1 and %q, without the key", code, errOut, want)
 	}
 	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("refused broker touched its data dir: %v", err)

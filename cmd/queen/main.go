@@ -68,15 +68,17 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		}
 		return serve(cmd.Context(), cfg, currentVersion().Version, stderr)
 	}
-	refused := "Refused at start-up, not available in this version yet:\n  " +
-		strings.Join(config.Unavailable(), "\n  ")
+	refused := ""
+	if names := config.Unavailable(); len(names) > 0 {
+		refused = "\n\nRefused at start-up, not available in this version yet:\n  " + strings.Join(names, "\n  ")
+	}
 
 	root := &cobra.Command{
 		Use:   "queen",
 		Short: "A message broker speaking Queen's HTTP/JSON API",
 		Long: "queen is a message broker that speaks Queen's HTTP/JSON API: partitioned queues,\n" +
 			"consumer groups, leases, acknowledgements, retries, a dead-letter queue and\n" +
-			"transactions.\n\n" + brokerHelp + "\n\n" + refused,
+			"transactions.\n\n" + brokerHelp + refused,
 		Args:              noArgs,
 		RunE:              runBroker,
 		SilenceErrors:     true, // main prints the error once, prefixed

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/config"
 	"github.com/queen-go/queen/internal/logging"
 	"github.com/queen-go/queen/internal/server"
@@ -44,6 +45,10 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
+	keys, err := cfg.Keyring() // validated by config.Load already
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
 		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
 		Registry:          prometheus.NewRegistry(),
@@ -59,6 +64,17 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 		CORSAllowOrigins:  cfg.CORSAllowOrigins,
 		TLSCertFile:       cfg.TLSCertFile,
 		TLSKeyFile:        cfg.TLSKeyFile,
+		Encryption:        keys,
+		Sweeps: broker.SweepConfig{
+			EvictionBatch: cfg.EvictionBatch, EvictionEvery: cfg.EvictionInterval, HistoryKeep: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
+			PartitionIdle: cfg.PartitionIdle, RetentionBatch: cfg.RetentionBatch, RetentionEvery: cfg.RetentionInterval,
+		},
+
+		MetricsAggregateEvery: cfg.MetricsAggregateEvery,
+		MetricsMaxQueues:      cfg.MetricsMaxQueues,
+		MetricsRetention:      time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
+		MetricsSampleEvery:    cfg.MetricsSampleEvery,
+		WorkerID:              cfg.WorkerID,
 	}, st)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 // defaultOptions are the options of a queue nobody configured (spec §9.1).
 func defaultOptions() map[string]any {
 	return map[string]any{
-		"priority": 0.0, "leaseTime": 300.0, "retryLimit": 3.0, "retryDelay": 1000.0, "maxSize": 0.0, "ttl": 3600.0,
+		"priority": 0.0, "leaseTime": 300.0, "retryLimit": 3.0, "retryDelay": 0.0, "maxSize": 0.0, "ttl": 3600.0,
 		"deadLetterQueue": false, "dlqAfterMaxRetries": false, "delayedProcessing": 0.0, "windowBuffer": 0.0,
 		"retentionSeconds": 0.0, "completedRetentionSeconds": 0.0, "retentionEnabled": false,
 		"encryptionEnabled": false, "maxWaitTimeSeconds": 0.0,

@@ -32,8 +32,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Messages", s.testMessages},
 		{"DLQ", s.testDLQ},
 		{"Traces", s.testTraces},
+		{"Status", s.testStatus},
+		{"Analytics", s.testAnalytics},
+		{"Metrics", s.testMetrics},
 		{"Streams", s.testStreams},
 		{"BadInput", s.testBadInput},
+		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},
 		{"LongPoll", s.testLongPoll},
 		{"SeekWake", s.testSeekWake},

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/queen-go/queen/internal/store"
 )
@@ -47,17 +48,10 @@ func (b *Broker) Ack(ctx context.Context, c Caller, acks []store.Ack) ([]store.A
 // afterAcks counts verdicts and wakes consumers of lanes whose lease was
 // released: their unacked messages are deliverable again.
 func (b *Broker) afterAcks(tenant string, res []store.AckResult) {
+	b.metrics.Acked(tenant, res)
 	var released []string
 	for i := range res {
 		r := &res[i]
-		switch {
-		case r.DLQ:
-			b.metrics.Acks.WithLabelValues("dlq").Inc()
-		case r.Success:
-			b.metrics.Acks.WithLabelValues("success").Inc()
-		default:
-			b.metrics.Acks.WithLabelValues("failed").Inc()
-		}
 		if r.LeaseReleased && r.Queue != "" {
 			released = appendNew(released, store.QueueKey(tenant, r.Queue))
 		}
@@ -81,9 +75,16 @@ func (b *Broker) ExtendLease(ctx context.Context, c Caller, leaseID string, seco
 
 // Configure creates or fully replaces a queue's configuration.
 func (b *Broker) Configure(ctx context.Context, c Caller, name, namespace, task string, opts store.QueueOptions) (*store.Queue, error) {
-	return b.store.QueueConfigure(ctx, &store.QueueConfigureParams{
+	if err := b.checkSealing(opts); err != nil { // encryption at rest (encrypt.go)
+		return nil, err
+	}
+	q, err := b.store.QueueConfigure(ctx, &store.QueueConfigureParams{
 		Name: name, Namespace: namespace, Task: task, Options: opts, Now: b.now(), Tenant: c.tenant(),
 	})
+	if err == nil {
+		b.sealing.put(store.QueueKey(c.tenant(), name), opts.EncryptionEnabled, time.Now())
+	}
+	return q, err
 }
 
 // DeleteQueue deletes a queue and reports whether it existed.

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
@@ -66,6 +67,14 @@ type Config struct {
 	// Spool receives pushes the store cannot take; nil disables spooling,
 	// and a failed store write then fails the push.
 	Spool Spooler
+
+	// Encryption seals the payloads of queues with encryptionEnabled
+	// (QUEEN_ENCRYPTION_KEY); nil refuses to configure such queues and to
+	// push to them (encrypt.go).
+	Encryption *crypt.Keyring
+	// Sweeps configures the retention and eviction services
+	// (retention.go).
+	Sweeps SweepConfig
 }
 
 // Broker implements push, pop, ack, lease, transaction and queue
@@ -90,6 +99,11 @@ type Broker struct {
 	spoolBroken    atomic.Bool   // the last spool write failed
 	maintenance    atomic.Bool   // push maintenance: pushes go to the spool
 	popMaintenance atomic.Bool   // pop maintenance: pops answer empty
+
+	// Queue options the broker applies itself.
+	keys    *crypt.Keyring // nil without QUEEN_ENCRYPTION_KEY (encrypt.go)
+	sealing *sealCache     // which queues seal their payloads (encrypt.go)
+	sweeps  *sweeps        // retention and eviction services (retention.go)
 }
 
 // New returns a broker over st.
@@ -116,6 +130,8 @@ func New(st store.Store, cfg Config) *Broker {
 	b.settings = service.NewLoop("settings-sync", settingsEvery, b.refreshSettings)
 	b.purge = service.NewLoop("queue-purge", purgeEvery,
 		service.Exclusive(st, "queue-purge", b.log, b.purgeDeleted))
+	b.sweeps = b.newSweeps(cfg.Sweeps)
+	b.keys, b.sealing = cfg.Encryption, newSealCache()
 	if b.metrics == nil {
 		b.metrics = metrics.New(prometheus.NewRegistry())
 	}
@@ -130,10 +146,10 @@ func New(st store.Store, cfg Config) *Broker {
 
 // Services returns the broker's background work, to be started (in this
 // order) and stopped by the caller's supervisor: adopting maintenance modes
-// set by other brokers, replaying the spool once the store is back, and
-// freeing the space of deleted queues.
+// set by other brokers, replaying the spool once the store is back,
+// freeing the space of deleted queues, retention and eviction.
 func (b *Broker) Services() []service.Service {
-	return []service.Service{b.settings, b.recovery, b.purge}
+	return []service.Service{b.settings, b.recovery, b.purge, b.sweeps.retention, b.sweeps.eviction}
 }
 
 // Stop makes every waiting and future long-poll pop return empty at once. It

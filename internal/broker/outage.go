@@ -166,6 +166,7 @@ func (b *Broker) behindSpool(ctx context.Context, items []store.PushItem) bool {
 // returns their store-level verdicts: buffered, or failed if even the spool
 // write failed.
 func (b *Broker) spoolPush(items []store.PushItem) []store.PushResult {
+	b.sealKnown(items) // no plaintext in the spool for queues known to seal (encrypt.go)
 	res := make([]store.PushResult, len(items))
 	err := b.spool.Append(items)
 	if err != nil {
@@ -247,7 +248,7 @@ func (b *Broker) recoverOnce(ctx context.Context) {
 // spool sets aside, so that one bad item can never block those behind it.
 // A batch refused as a whole is retried item by item to find the bad ones.
 func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) ([]spool.Refusal, error) {
-	res, err := b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: b.now()})
+	res, err := b.storePush(ctx, items) // seals what was spooled plain (encrypt.go)
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), ctx.Err() != nil:

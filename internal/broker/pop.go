@@ -77,7 +77,7 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			timer.Stop()
 		}
 		if waiting {
-			b.metrics.PopWaiting.Dec()
+			b.metrics.Parked(p.Tenant, req.Queue, -1)
 		}
 	}()
 	for {
@@ -100,16 +100,18 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			return nil, err
 		}
 		if len(res.Messages) > 0 {
-			b.metrics.MessagesPopped.Add(float64(len(res.Messages)))
+			b.openPayloads(res.Messages) // encryption at rest (encrypt.go)
+			b.metrics.Popped(p.Tenant, res.Messages, p.Now)
 			return &PopResponse{ConsumerGroup: p.ConsumerGroup, LeaseID: p.LeaseID, Messages: res.Messages}, nil
 		}
 		remaining := deadline.Sub(b.now())
 		if !req.Wait || remaining <= 0 {
+			b.metrics.PopEmpty(p.Tenant, req.Queue)
 			return nil, nil
 		}
 		if !waiting {
 			waiting = true
-			b.metrics.PopWaiting.Inc()
+			b.metrics.Parked(p.Tenant, req.Queue, 1)
 		}
 		step := min(remaining, b.fallback)
 		if timer == nil {

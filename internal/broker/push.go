@@ -31,7 +31,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		res = b.spoolPush(unique)
 	} else {
 		var err error
-		res, err = b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: unique, Now: b.now()})
+		res, err = b.storePush(ctx, unique) // seals payloads first (encrypt.go)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
@@ -48,7 +48,8 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		}
 	}
 	out := make([]PushVerdict, len(items))
-	queued, dupes := 0, 0
+	dupes := 0
+	tally := b.metrics.Tally(c.tenant())
 	var touched []string
 	for i := range items {
 		r := res[winner[i]]
@@ -59,14 +60,14 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		}
 		switch v.Status {
 		case store.PushQueued:
-			queued++
+			tally.Add(v.Queue, 1)
 			touched = appendNew(touched, store.QueueKey(c.tenant(), v.Queue))
 		case store.PushDuplicate:
 			dupes++
 		}
 		out[i] = v
 	}
-	b.metrics.Pushed(queued)
+	tally.Pushed()
 	b.metrics.PushDuplicates.Add(float64(dupes))
 	if len(touched) > 0 {
 		b.hub.kick(touched...)

@@ -66,6 +66,15 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 		}
 		params.Ops = append(params.Ops, store.TxOp{Items: op.Items})
 	}
+	// Encryption at rest (encrypt.go): an item that cannot be sealed aborts.
+	if reason, err := b.sealTx(ctx, params.Ops); err != nil || reason != "" {
+		if err != nil {
+			return nil, err
+		}
+		out.Error = reason
+		b.metrics.Transactions.WithLabelValues("aborted").Inc()
+		return out, nil
+	}
 	res, err := b.store.TxRun(ctx, params)
 	var abort *store.TxAbortError
 	switch {
@@ -84,7 +93,7 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 		return nil, err
 	}
 	out.Success = true
-	pushed := 0
+	tally := b.metrics.Tally(params.Tenant)
 	var ackRes []store.AckResult
 	i := 0
 	for _, op := range params.Ops {
@@ -99,13 +108,12 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 		for _, it := range op.Items {
 			r := res[i]
 			i++
-			pushed++
+			tally.Add(it.Queue, 1)
 			out.Results = append(out.Results, TxItem{Type: "push", TransactionID: it.TransactionID,
 				MessageID: r.Push.MessageID, PartitionID: r.Push.PartitionID, Queue: it.Queue})
 		}
 	}
-	b.metrics.Pushed(pushed)
-	b.metrics.Transactions.WithLabelValues("committed").Inc()
+	tally.Committed()
 	b.afterAcks(params.Tenant, ackRes)
 	if len(queues) > 0 {
 		b.hub.kick(queues...)

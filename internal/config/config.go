@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/queen-go/queen/internal/auth"
+	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/logging"
 )
 
@@ -66,6 +67,14 @@ type Config struct {
 	LogLevel  slog.Level     // LOG_LEVEL: trace, debug, info, warn, error, critical or off
 	PprofAddr string         // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
 
+	// Metrics: the sampler behind /api/v1/status and /api/v1/analytics/*,
+	// and the per-queue Prometheus families.
+	MetricsAggregateEvery time.Duration // METRICS_AGGREGATE_INTERVAL_S: how often each broker writes its metrics rows
+	MetricsMaxQueues      int           // QUEEN_METRICS_MAX_QUEUES: queues with per-queue series (the deepest)
+	MetricsRetentionDays  int           // METRICS_RETENTION_DAYS: how long metrics rows and the retention history are kept
+	MetricsSampleEvery    time.Duration // METRICS_SAMPLE_INTERVAL_MS: how often counters are drained and the process sampled
+	WorkerID              string        // WORKER_ID: names this broker's metrics rows; "" = its process id
+
 	// Authentication and tenants.
 	APITokens        []auth.Token  // QUEEN_API_TOKENS: static tokens, token:role[:tenant],…
 	JWTAlgorithm     string        // JWT_ALGORITHM: HS256 … EdDSA, or auto
@@ -90,6 +99,33 @@ type Config struct {
 	CORSAllowOrigins []string      // CORS_ALLOW_ORIGIN: origins browsers may call from; empty = CORS off
 	TLSCertFile      string        // QUEEN_TLS_CERT: PEM certificate chain; with TLSKeyFile, serve HTTPS
 	TLSKeyFile       string        // QUEEN_TLS_KEY: PEM private key
+
+	// Queue options the broker applies: encryption, retention, eviction.
+	EncryptionKey     string        // QUEEN_ENCRYPTION_KEY: 64 hex characters; "" = no encryption
+	EncryptionKeysOld []string      // QUEEN_ENCRYPTION_KEYS_OLD: earlier keys, still opening what they sealed
+	EvictionBatch     int           // EVICTION_BATCH_SIZE: rows one eviction step writes at most
+	EvictionInterval  time.Duration // EVICTION_INTERVAL (milliseconds)
+	PartitionIdle     time.Duration // PARTITION_CLEANUP_DAYS: idle time after which an empty partition is deleted
+	RetentionBatch    int           // RETENTION_BATCH_SIZE: rows one retention step deletes at most
+	RetentionInterval time.Duration // RETENTION_INTERVAL (milliseconds)
+}
+
+// Keyring returns the encryption keyring of QUEEN_ENCRYPTION_KEY and
+// QUEEN_ENCRYPTION_KEYS_OLD, or nil when no key is set.
+func (c *Config) Keyring() (*crypt.Keyring, error) {
+	if c.EncryptionKey == "" {
+		if len(c.EncryptionKeysOld) > 0 {
+			return nil, errors.New("QUEEN_ENCRYPTION_KEYS_OLD is set without QUEEN_ENCRYPTION_KEY: " +
+				"old keys only open what they sealed, so the current key must be set too")
+		}
+		return nil, nil
+	}
+	k, err := crypt.New(c.EncryptionKey, c.EncryptionKeysOld...)
+	if err != nil {
+		// The error names which key, never its value.
+		return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY / QUEEN_ENCRYPTION_KEYS_OLD: %w", err)
+	}
+	return k, nil
 }
 
 // Auth returns the authentication settings as package auth takes them.
@@ -250,6 +286,21 @@ var settings = []Setting{
 		kind:  text("addr", func(c *Config) *string { return &c.PprofAddr })},
 
 	// Authentication, tenants, TLS, CORS.
+	{Env: "METRICS_SAMPLE_INTERVAL_MS", Flag: "metrics-sample-interval-ms", Default: "1000",
+		Usage: "how often the metrics sampler drains the per-queue counters and samples CPU, memory and the pool",
+		kind:  millis(10, func(c *Config) *time.Duration { return &c.MetricsSampleEvery })},
+	{Env: "METRICS_AGGREGATE_INTERVAL_S", Flag: "metrics-aggregate-interval-s", Default: "60",
+		Usage: "how often each broker writes its per-minute metrics rows (status and analytics series)",
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.MetricsAggregateEvery })},
+	{Env: "METRICS_RETENTION_DAYS", Flag: "metrics-retention-days", Default: "90",
+		Usage: "days metrics rows and the retention history are kept; older rows are swept in bounded steps",
+		kind:  integer("days", 1, 36500, func(c *Config) *int { return &c.MetricsRetentionDays })},
+	{Env: "QUEEN_METRICS_MAX_QUEUES", Flag: "metrics-max-queues", Default: "500",
+		Usage: "queues with per-queue Prometheus series and recorded figures: the deepest; queen_queue_metrics_omitted_queues counts the rest",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.MetricsMaxQueues })},
+	{Env: "WORKER_ID", Flag: "worker-id", Unset: "the process id",
+		Usage: "names this broker's metrics rows beside its hostname (brokers sharing a database each write their own)",
+		kind:  text("string", func(c *Config) *string { return &c.WorkerID })},
 	{Env: "JWT_ENABLED", Flag: "jwt-enabled", Default: "false",
 		Usage: "require a JWT (Authorization: Bearer) on every route that is not public",
 		kind:  boolean(func(c *Config) *bool { return &c.JWTEnabled })},
@@ -319,6 +370,30 @@ var settings = []Setting{
 	{Env: "CORS_ALLOW_ORIGIN", Flag: "cors-allow-origin", Unset: "off (no CORS headers)",
 		Usage: "origins browsers may call from, comma-separated (https://dash.example.com), or *",
 		kind:  list("origins", corsOrigin, func(c *Config) *[]string { return &c.CORSAllowOrigins })},
+
+	// Queue options the broker applies: encryption at rest, retention and
+	// eviction (docs/api.md, "Configure a queue").
+	{Env: "QUEEN_ENCRYPTION_KEY", Flag: "encryption-key", Unset: "none (queues cannot enable encryption)",
+		Usage: "AES-256 key, 64 hex characters: payloads of queues with encryptionEnabled are stored encrypted (prefer the variable: flags show in ps)",
+		kind:  verbatim("hex", func(c *Config) *string { return &c.EncryptionKey }), secret: true},
+	{Env: "QUEEN_ENCRYPTION_KEYS_OLD", Flag: "encryption-keys-old", Unset: "none",
+		Usage: "earlier encryption keys, comma-separated: they still decrypt what they encrypted, so a key can be rotated",
+		kind:  list("hex list", nil, func(c *Config) *[]string { return &c.EncryptionKeysOld }), secret: true},
+	{Env: "RETENTION_INTERVAL", Flag: "retention-interval", Default: "300000",
+		Usage: "milliseconds between retention runs (retentionSeconds, completedRetentionSeconds, idle partitions)",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.RetentionInterval })},
+	{Env: "RETENTION_BATCH_SIZE", Flag: "retention-batch-size", Default: "1000",
+		Usage: "messages one retention step deletes at most",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.RetentionBatch })},
+	{Env: "PARTITION_CLEANUP_DAYS", Flag: "partition-cleanup-days", Default: "30",
+		Usage: "days after which retention deletes an empty partition that saw no push and no pop",
+		kind:  days(1, func(c *Config) *time.Duration { return &c.PartitionIdle })},
+	{Env: "EVICTION_INTERVAL", Flag: "eviction-interval", Default: "60000",
+		Usage: "milliseconds between eviction runs (maxWaitTimeSeconds)",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.EvictionInterval })},
+	{Env: "EVICTION_BATCH_SIZE", Flag: "eviction-batch-size", Default: "1000",
+		Usage: "dead letters one eviction step writes at most",
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.EvictionBatch })},
 }
 
 // Settings returns the settings table, in the order help lists it.
@@ -414,6 +489,9 @@ func (c *Config) validate() []error {
 	if _, err := auth.New(c.Auth()); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := c.Keyring(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }
 
@@ -505,6 +583,18 @@ func parseInt(v string, min, max int64) (int64, error) {
 		return 0, fmt.Errorf("want an integer >= %d", min)
 	}
 	return 0, fmt.Errorf("want an integer from %d to %d", min, max)
+}
+
+// days reads a count of days into a time.Duration.
+func days(min int64, field func(*Config) *time.Duration) kind {
+	return kind{"days", func(c *Config, v string) error {
+		n, err := parseInt(v, min, 100*365)
+		if err != nil {
+			return fmt.Errorf("%w (days)", err)
+		}
+		*field(c) = time.Duration(n) * 24 * time.Hour
+		return nil
+	}}
 }
 
 // seconds reads a count of seconds into a time.Duration.

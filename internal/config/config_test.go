@@ -152,10 +152,14 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		HTTPReadHeaderTimeout: 10 * time.Second, HTTPReadTimeout: 10 * time.Second, HTTPWriteTimeout: 30 * time.Second,
 		MaxBodyBytes: 64 << 20,
 		LogFormat:    logging.FormatText, LogLevel: slog.LevelInfo,
-		JWTAlgorithm: "HS256", JWTClockSkew: 30 * time.Second, JWTJWKSRefresh: time.Hour, JWTJWKSTimeout: 5 * time.Second,
+		MetricsAggregateEvery: time.Minute, MetricsMaxQueues: 500, MetricsRetentionDays: 90,
+		MetricsSampleEvery: time.Second,
+		JWTAlgorithm:       "HS256", JWTClockSkew: 30 * time.Second, JWTJWKSRefresh: time.Hour, JWTJWKSTimeout: 5 * time.Second,
 		JWTSkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/"},
 		JWTRoleClaim: "role", JWTRolesClaim: "roles", JWTTenantClaim: "tenant",
 		JWTRoleAdmin: "admin", JWTRoleReadWrite: "read-write", JWTRoleReadOnly: "read-only", JWTRoleWriteOnly: "write-only",
+		EvictionBatch: 1000, EvictionInterval: time.Minute,
+		PartitionIdle: 30 * 24 * time.Hour, RetentionBatch: 1000, RetentionInterval: 5 * time.Minute,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", *c, want)
@@ -184,14 +188,41 @@ func TestPGPasswordKeepsItsSpaces(t *testing.T) {
 }
 
 func TestUnavailableSettingsStopStartUp(t *testing.T) {
-	_, err := FromEnv(env(map[string]string{"QUEEN_ENCRYPTION_KEY": "0123abcd"}))
-	const want = "QUEEN_ENCRYPTION_KEY is set: payload encryption is not available in this version yet; unset QUEEN_ENCRYPTION_KEY"
-	if err == nil || err.Error() != want {
-		t.Fatalf("QUEEN_ENCRYPTION_KEY: error %v, want %q", err, want)
-	}
 	for _, u := range unavailable {
 		if _, err := FromEnv(env(map[string]string{u.env: "true"})); err == nil || !strings.Contains(err.Error(), "unset "+u.env) {
 			t.Errorf("%s=true: error %v", u.env, err)
+		}
+	}
+}
+
+func TestEncryptionKeys(t *testing.T) {
+	const key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	const old = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+	c, err := FromEnv(env(map[string]string{"QUEEN_ENCRYPTION_KEY": key, "QUEEN_ENCRYPTION_KEYS_OLD": old + ", " + key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := c.Keyring(); err != nil || k == nil {
+		t.Fatalf("Keyring: %v %v", k, err)
+	}
+	if k, err := (&Config{}).Keyring(); k != nil || err != nil {
+		t.Errorf("no key: %v %v, want no keyring", k, err)
+	}
+	for name, vars := range map[string]map[string]string{
+		"short key":            {"QUEEN_ENCRYPTION_KEY": "0123abcd"},
+		"not hex":              {"QUEEN_ENCRYPTION_KEY": strings.Repeat("zz", 32)},
+		"bad old key":          {"QUEEN_ENCRYPTION_KEY": key, "QUEEN_ENCRYPTION_KEYS_OLD": "0123abcd"},
+		"old keys without key": {"QUEEN_ENCRYPTION_KEYS_OLD": old},
+	} {
+		_, err := FromEnv(env(vars))
+		if err == nil || !strings.Contains(err.Error(), "QUEEN_ENCRYPTION_KEY") {
+			t.Errorf("%s: error %v, want one naming the variable", name, err)
+			continue
+		}
+		for _, v := range vars {
+			if strings.Contains(err.Error(), v) {
+				t.Errorf("%s: the error quotes a key: %v", name, err)
+			}
 		}
 	}
 }

@@ -17,7 +17,7 @@ var unavailable = []struct {
 	onlyOn  bool   // refused only when switched on (a boolean), else whenever set
 	secret  bool   // never echo the value
 }{
-	{env: "QUEEN_ENCRYPTION_KEY", feature: "payload encryption", secret: true},
+	// Empty: every Queen setting this version reads is implemented.
 }
 
 // Unavailable lists, for help, the settings start-up refuses because this

@@ -145,7 +145,7 @@ func newAPI(cfg Config) *api {
 	if a.metrics == nil {
 		a.metrics = metrics.New(prometheus.NewRegistry())
 	}
-	a.prom = promhttp.HandlerFor(a.metrics.Registry, promhttp.HandlerOpts{})
+	a.prom = promhttp.HandlerFor(a.metrics.Gatherer(), promhttp.HandlerOpts{})
 	return a
 }
 

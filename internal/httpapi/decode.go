@@ -348,6 +348,9 @@ func DecodeConfigure(body []byte) (*Configure, error) {
 			}
 		}
 	}
+	if err := checkOptionNames(body); err != nil {
+		return nil, err
+	}
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
 	}

@@ -67,6 +67,14 @@ func TestDecodeErrors(t *testing.T) {
 		{"configure: option too large", configure, `{"queue":"q","options":{"ttl":1e40}}`, "bad body: options.ttl: expected an integer, got 1e40"},
 		{"configure: flag a string", configure, `{"queue":"q","options":{"encryptionEnabled":"yes"}}`, "bad body: options.encryptionEnabled: expected true or false, got a string"},
 		{"configure: options a string", configure, `{"queue":"q","options":"fast"}`, "bad body: options: expected an object, got a string"},
+		{"configure: unknown option", configure, `{"queue":"q","options":{"leaseTime":10,"dedupWindowSeconds":60}}`,
+			"bad body: options.dedupWindowSeconds: unknown option (options are completedRetentionSeconds, " +
+				"deadLetterQueue, delayedProcessing, dlqAfterMaxRetries, encryptionEnabled, leaseTime, maxSize, " +
+				"maxWaitTimeSeconds, priority, retentionEnabled, retentionSeconds, retryDelay, retryLimit, ttl, windowBuffer)"},
+		{"configure: misspelt option", configure, `{"queue":"q","options":{"retentionSecond":60}}`,
+			"bad body: options.retentionSecond: unknown option (options are completedRetentionSeconds, " +
+				"deadLetterQueue, delayedProcessing, dlqAfterMaxRetries, encryptionEnabled, leaseTime, maxSize, " +
+				"maxWaitTimeSeconds, priority, retentionEnabled, retentionSeconds, retryDelay, retryLimit, ttl, windowBuffer)"},
 		{"extend: seconds a string", extend, `{"seconds":"60"}`, "bad body: seconds: expected an integer, got a string"},
 	} {
 		err := tc.decode([]byte(tc.body))

@@ -177,6 +177,7 @@ func (a *api) routes() []route {
 		a.queueRoutes(),
 		a.resourceRoutes(),
 		a.consumerGroupRoutes(),
+		a.statusRoutes(),
 		a.maintenanceRoutes(),
 		a.probeRoutes(),
 		a.identityRoutes(),

@@ -1,14 +1,19 @@
-// Package metrics defines the broker's Prometheus collectors. They are
-// registered on a registry the caller owns (no global registry), so that
-// several brokers can live in one test process.
+// Package metrics defines the broker's Prometheus collectors and its
+// in-memory per-queue counters. Collectors are registered on a registry
+// the caller owns (no global registry), so that several brokers can live in
+// one test process; figures that cost a read (pool, process, per-queue
+// gauges) are read at scrape time by GaugeFuncs and Collectors.
 package metrics
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/queen-go/queen/internal/store"
 )
 
 // Metrics holds the collectors the broker and its HTTP layer update.
@@ -27,6 +32,14 @@ type Metrics struct {
 
 	requests atomic.Int64
 	pushed   atomic.Int64
+
+	ackDLQ, ackFailed, ackSuccess prometheus.Counter // children of Acks
+	dbErrors                      prometheus.Counter
+	parked                        atomic.Int64 // long polls parked now
+	queues                        sync.Map     // QueueKey -> *queueCounters
+	queueReg                      *prometheus.Registry
+	serverErrors                  atomic.Int64 // answers 500 or 503 since the last DrainErrors
+	txCommitted                   prometheus.Counter
 }
 
 // New creates the collectors and registers them, with Go runtime and process
@@ -61,6 +74,13 @@ func New(reg *prometheus.Registry) *Metrics {
 			Name: "queen_transactions_total", Help: "Transactions by result.",
 		}, []string{"result"}),
 	}
+	m.ackDLQ, m.ackFailed, m.ackSuccess = m.Acks.WithLabelValues("dlq"), m.Acks.WithLabelValues("failed"),
+		m.Acks.WithLabelValues("success")
+	m.txCommitted = m.Transactions.WithLabelValues("committed")
+	m.dbErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "queen_db_errors_total", Help: "Requests answered 500 or 503 (the database failed or was unreachable).",
+	})
+	m.queueReg = prometheus.NewRegistry()
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -69,8 +89,39 @@ func New(reg *prometheus.Registry) *Metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "queen_uptime_seconds", Help: "Seconds since the broker started.",
 		}, func() float64 { return time.Since(m.Started).Seconds() }),
+		m.dbErrors,
 	)
+	m.registerProcess()
 	return m
+}
+
+// Gatherer returns what /metrics/prometheus serves: the registry and the
+// per-queue families (WatchQueues), which are kept apart so that the JSON
+// snapshot, which reads the registry, never waits for a store read.
+func (m *Metrics) Gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{m.Registry, m.queueReg}
+}
+
+// ParkedTotal returns the long polls parked now.
+func (m *Metrics) ParkedTotal() int64 { return m.parked.Load() }
+
+// WatchPool reports the store's connections at scrape time, under Queen's
+// names.
+func (m *Metrics) WatchPool(pool func() store.PoolUsage) {
+	gauge := func(name, help string, v func(u store.PoolUsage) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return float64(v(pool())) })
+	}
+	m.Registry.MustRegister(
+		gauge("queen_db_pool_size", "The most database connections the pool opens.",
+			func(u store.PoolUsage) int { return u.Size }),
+		gauge("queen_db_pool_idle", "Database connections open and unused.",
+			func(u store.PoolUsage) int { return u.Idle }),
+		gauge("queen_db_pool_active", "Database connections running a statement.",
+			func(u store.PoolUsage) int { return u.Active }),
+		gauge("queen_db_pool_waiting", "Operations waiting for a database connection (the embedded engine: for its writer).",
+			func(u store.PoolUsage) int { return u.Waiting }),
+	)
 }
 
 // WatchSpool reports the disk spool at scrape time: pushes waiting for
@@ -92,9 +143,15 @@ func (m *Metrics) Pushed(n int) {
 	m.pushed.Add(int64(n))
 }
 
-// Request counts one served HTTP request.
+// Request counts one served HTTP request. Answers 500 and 503 count as
+// database errors (queen_db_errors_total): the broker answers them only
+// when the store failed or could not be reached.
 func (m *Metrics) Request(route, code string, d time.Duration) {
 	m.requests.Add(1)
+	if code == "500" || code == "503" {
+		m.serverErrors.Add(1)
+		m.dbErrors.Inc()
+	}
 	m.HTTPRequests.WithLabelValues(route, code).Inc()
 	m.HTTPDuration.WithLabelValues(route).Observe(d.Seconds())
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
+	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/service"
@@ -65,6 +66,16 @@ type Config struct {
 	// Version is reported by /health.
 	Version string
 
+	// Metrics: the sampler behind the status and analytics series, and the
+	// per-queue Prometheus families. Zero values take control's defaults.
+	MetricsAggregateEvery time.Duration // METRICS_AGGREGATE_INTERVAL_S
+	MetricsMaxQueues      int           // QUEEN_METRICS_MAX_QUEUES
+	MetricsRetention      time.Duration // METRICS_RETENTION_DAYS
+	MetricsSampleEvery    time.Duration // METRICS_SAMPLE_INTERVAL_MS
+	// WorkerID names this broker's metrics rows beside its hostname
+	// (WORKER_ID); "" means its process id.
+	WorkerID string
+
 	// Access control and transport security.
 
 	// Auth configures authentication (JWT_*, QUEEN_API_TOKENS); the zero
@@ -80,6 +91,15 @@ type Config struct {
 	// ReloadTLS and when either file changes.
 	TLSCertFile string
 	TLSKeyFile  string
+
+	// Queue options the broker applies itself.
+
+	// Encryption seals the payloads of queues with encryptionEnabled
+	// (QUEEN_ENCRYPTION_KEY, QUEEN_ENCRYPTION_KEYS_OLD); nil: no key.
+	Encryption *crypt.Keyring
+	// Sweeps configures the retention and eviction services; zero fields
+	// take Queen's defaults.
+	Sweeps broker.SweepConfig
 }
 
 // Server is a broker served over HTTP.
@@ -91,6 +111,7 @@ type Server struct {
 	http     *http.Server
 	log      *slog.Logger
 	maxConns int
+	sampler  *control.Sampler
 	services *service.Supervisor
 	spool    *spool.Spool
 
@@ -127,7 +148,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s := &Server{authOn: verifier.Enabled(), certs: certs}
 
 	m := metrics.New(reg)
-	bcfg := broker.Config{Logger: log, Metrics: m}
+	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
 		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
@@ -145,6 +166,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 
 	b := broker.New(st, bcfg)
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
+	s.sampler = newSampler(cfg, st, m, sp, log)
+	watchStore(cfg, m, st, ctl, sp)
 	sx := streams.New(st, streams.Config{Logger: log, Metrics: m, Wake: b.Notify})
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
@@ -163,7 +186,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.log = log
 	s.spool = sp
 	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		sx.Services(), []service.Service{listener})...)
+		sx.Services(), []service.Service{listener, s.sampler})...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,
@@ -207,6 +230,9 @@ func (s *Server) ReloadTLS() error {
 // warning that every route is open, and when ln is reachable from other
 // hosts /health says so too ("auth":"none").
 func (s *Server) Serve(ln net.Listener) error {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.sampler.SetPort(tcp.Port)
+	}
 	if err := s.Start(context.Background()); err != nil {
 		return err
 	}

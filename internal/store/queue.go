@@ -65,11 +65,13 @@ type QueueOptions struct {
 }
 
 // DefaultQueueOptions returns the options of a queue created by its first push.
+// RetryDelay is 0, where Queen echoes 1000: Queen never applies it, and its
+// clients expect a negative ack to be redelivered at once, so only a queue
+// that sets it gets a delay.
 func DefaultQueueOptions() QueueOptions {
 	return QueueOptions{
 		LeaseTime:  300,
 		RetryLimit: 3,
-		RetryDelay: 1000,
 		TTL:        3600,
 	}
 }

@@ -54,10 +54,13 @@ type Store interface {
 	LaneStore
 	MessageControlStore
 	MessageStore
+	OptionStore // queue options for the broker (encryption)
 	QueueStore
+	RetentionStore // retention, eviction and idle-partition sweeps
 	SettingStore
 	StreamStore
 	TraceStore
+	StatsStore
 	TxStore
 }
 

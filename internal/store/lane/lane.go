@@ -24,6 +24,11 @@ type State struct {
 	// deadline has passed stays recorded until the lane is claimed again,
 	// so that its expiry can be counted as a failed attempt.
 	LeaseID string
+	// RetryAt is when the lane may deliver its head again after a negative
+	// ack, in Unix milliseconds: a queue's retryDelay (see ApplyPolicy). 0,
+	// or any time already past, means at once. A moved cursor or a new claim
+	// clears it.
+	RetryAt int64
 }
 
 // Leased reports whether a live lease holds the lane at nowMs.
@@ -39,6 +44,7 @@ func (s *State) Stale(nowMs int64) bool {
 
 // Claim records a new lease over the batch ending at batchEnd.
 func (s *State) Claim(leaseID string, expiresAtMs, batchEnd int64) {
+	s.RetryAt = 0 // a claim happens only once any retry delay has passed
 	s.LeaseID = leaseID
 	s.LeaseExpiresAt = expiresAtMs
 	s.BatchEnd = batchEnd
@@ -52,11 +58,12 @@ func (s *State) Release() {
 }
 
 // Commit moves the cursor forward to off; a moved cursor has a new head
-// message, whose attempts start from zero.
+// message, whose attempts start from zero and which no retry delay holds.
 func (s *State) Commit(off int64) {
 	if off > s.Cursor {
 		s.Cursor = off
 		s.HeadAttempts = 0
+		s.RetryAt = 0
 	}
 }
 

@@ -31,7 +31,7 @@ type laneKey struct {
 type ackTarget struct {
 	pid, queueID, lastOffset, seq int64
 	queue                         string
-	retryLimit                    int
+	policy                        lane.Policy
 }
 
 // laneAcks gathers the acks of one call that target one lane.
@@ -82,7 +82,7 @@ func (t *txn) ack(tenant string, acks []store.Ack, nowMs int64) ([]store.AckResu
 // applyAcks runs lane.Apply on one lane and records verdicts and writes.
 func applyAcks(tenant string, la *laneAcks, st lane.State, nowMs int64, out []store.AckResult, w *laneWrites) {
 	before := st
-	verdicts, dead := lane.Apply(&st, la.acks, la.target.retryLimit, nowMs)
+	verdicts, dead := lane.ApplyPolicy(&st, la.acks, la.target.policy, nowMs)
 	for j, v := range verdicts {
 		out[la.indexes[j]] = store.AckResult{
 			Success: v.Success, Error: v.Error, Noop: v.Noop,
@@ -138,23 +138,24 @@ func (t *txn) resolveAcks(tenant string, acks []store.Ack) ([]*ackTarget, map[la
 
 func readTargets(br pgx.BatchResults, n int) ([]*ackTarget, error) {
 	targets := make([]*ackTarget, n)
-	retry := make(map[string]int) // retryLimit per queue, parsed once
+	policies := make(map[string]lane.Policy) // per queue, parsed once
 	rows, _ := br.Query()
 	var ord int64
 	var tg ackTarget
 	var opts []byte
 	_, err := pgx.ForEachRow(rows, []any{&ord, &tg.pid, &tg.queueID, &tg.lastOffset, &tg.queue, &opts, &tg.seq},
 		func() error {
-			limit, ok := retry[tg.queue]
+			pol, ok := policies[tg.queue]
 			if !ok {
 				o, err := store.DecodeQueueOptions(opts)
 				if err != nil {
 					return fmt.Errorf("queue %q: %w", tg.queue, err)
 				}
-				limit, retry[tg.queue] = o.RetryLimit, o.RetryLimit
+				pol = lane.PolicyOf(o)
+				policies[tg.queue] = pol
 			}
 			r := tg
-			r.retryLimit = limit
+			r.policy = pol
 			targets[ord-1] = &r
 			return nil
 		})
@@ -170,7 +171,7 @@ func readLanes(br pgx.BatchResults) (map[laneKey]lane.State, error) {
 	var k laneKey
 	var st lane.State
 	_, err := pgx.ForEachRow(rows, []any{&k.pid, &k.group, &st.Cursor, &st.LeaseID, &st.LeaseExpiresAt,
-		&st.BatchEnd, &st.HeadAttempts}, func() error {
+		&st.BatchEnd, &st.HeadAttempts, &st.RetryAt}, func() error {
 		states[k] = st
 		return nil
 	})
@@ -328,9 +329,7 @@ func (t *txn) txOp(tenant string, op store.TxOp, nowMs int64) ([]store.TxOpResul
 	out := make([]store.TxOpResult, len(res))
 	for i := range res {
 		if res[i].Status != store.PushQueued {
-			it := op.Items[i]
-			return nil, &store.TxAbortError{Reason: fmt.Sprintf(
-				"duplicate transactionId %s in queue %s partition %s", it.TransactionID, it.Queue, it.Partition)}
+			return nil, store.TxPushAbort(op.Items[i], res[i])
 		}
 		out[i] = store.TxOpResult{Push: &res[i]}
 	}

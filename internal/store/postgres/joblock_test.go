@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/storetest"
 )
 
 // TestJobLockOneBrokerAtATime: two brokers on one schema never hold a job's
@@ -38,4 +42,30 @@ func TestJobLockOneBrokerAtATime(t *testing.T) {
 		t.Fatalf("broker B after A released: acquired %v err %v, want true", ok, err)
 	}
 	relB()
+}
+
+// TestJobLocksLeaveThePoolAlone: jobs holding their locks while they run
+// transactions must not take the pool's connections. With DB_POOL_SIZE's
+// minimum of 2 (one of them the LISTEN connection's share), three jobs
+// holding locks at once still leave pushes and pops their connections.
+func TestJobLocksLeaveThePoolAlone(t *testing.T) {
+	testURL(t)
+	s := openStore(t, newSchema(t), 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, job := range []string{"queue-purge", "retention", "eviction"} {
+		release, ok, err := s.JobLockTry(ctx, job)
+		if err != nil || !ok {
+			t.Fatalf("%s: acquired %v err %v", job, ok, err)
+		}
+		defer release()
+	}
+	items := []store.PushItem{storetest.Item("q", "p", 0)}
+	if _, err := s.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: time.Now()}); err != nil {
+		t.Fatalf("push while three jobs hold their locks: %v", err)
+	}
+	res, err := s.LanePop(ctx, storetest.PopParams("q", store.QueueMode, time.Now()))
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop while three jobs hold their locks: %v %v", res, err)
+	}
 }

@@ -13,9 +13,9 @@ import (
 // one pipelined batch of array statements whatever the number of lanes.
 type laneWrites struct {
 	// lane rows to save
-	pid, cursor, exp, batchEnd, claimedAt []int64
-	group, leaseID                        []string
-	attempts                              []int32
+	pid, cursor, exp, batchEnd, claimedAt, retryAt []int64
+	group, leaseID                                 []string
+	attempts                                       []int32
 	// dead letters
 	dlPid, dlSeq, dlAt []int64
 	dlGroup, dlErr     []string
@@ -36,6 +36,7 @@ func (w *laneWrites) save(pid int64, group string, st *lane.State, claimedAt int
 	w.batchEnd = append(w.batchEnd, st.BatchEnd)
 	w.attempts = append(w.attempts, int32(st.HeadAttempts))
 	w.claimedAt = append(w.claimedAt, claimedAt)
+	w.retryAt = append(w.retryAt, st.RetryAt)
 }
 
 func (w *laneWrites) deadLetter(pid int64, group string, dl *lane.DeadLetter, nowMs int64) {
@@ -65,7 +66,8 @@ func (w *laneWrites) wakeQueue(name string) {
 func (t *txn) writeLanes(w *laneWrites) error {
 	b := &pgx.Batch{}
 	if len(w.pid) > 0 {
-		b.Queue(sqlLanesSave, w.pid, w.group, w.cursor, w.leaseID, w.exp, w.batchEnd, w.attempts, w.claimedAt)
+		b.Queue(sqlLanesSave, w.pid, w.group, w.cursor, w.leaseID, w.exp, w.batchEnd, w.attempts, w.claimedAt,
+			w.retryAt)
 	}
 	if len(w.dlPid) > 0 {
 		b.Queue(sqlDeadLettersInsert, w.dlPid, w.dlSeq, w.dlGroup, w.dlErr, w.dlAttempts, w.dlAt)

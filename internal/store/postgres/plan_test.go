@@ -34,10 +34,14 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 	const n = 250
 	puuids, txns, ids, empty, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
 		make([]int64, n)
-	pids, payloads := make([]int64, n), make([][]byte, n)
+	pids, payloads, qids := make([]int64, n), make([][]byte, n), make([]int64, n)
+	var qid int64
+	if err := s.pool.QueryRow(ctx, "SELECT queue_id FROM partitions WHERE id = $1", pid).Scan(&qid); err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		puuids[i], txns[i] = res[i].PartitionID, items[i*10].TransactionID
-		pids[i], ids[i], payloads[i], at[i] = pid, storetest.NewID(), []byte("1"), 1
+		pids[i], ids[i], payloads[i], at[i], qids[i] = pid, storetest.NewID(), []byte("1"), 1, qid
 	}
 	plan := func(what, query string, args ...any) string {
 		t.Helper()
@@ -57,7 +61,7 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 	}
 	for what, p := range map[string]string{
 		"ack resolution": plan("ack", sqlAckResolve, puuids, txns, store.DefaultTenant),
-		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at),
+		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at, qids),
 	} {
 		if !strings.Contains(p, "messages_partition_txn") || strings.Contains(p, "Seq Scan on messages") {
 			t.Errorf("%s does not probe messages_partition_txn:\n%s", what, p)

@@ -86,6 +86,7 @@ type Store struct {
 	// lastClaim is the last claim order handed out by nextClaim.
 	lastClaim atomic.Int64
 	wakes     *notifier
+	locks     *jobLocks // background jobs' locks, on a connection of their own (joblock.go)
 
 	// migrated is set once the schema is known to be migrated; a store
 	// opened during an outage migrates when the database answers (ready).
@@ -133,6 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.pushes = newBatcher(s, flushesInFlight)
 	s.wakes = newNotifier(s)
+	s.locks = newJobLocks(s.connCfg)
 	if migrateErr != nil {
 		s.migrateTried = time.Now()
 		s.log.Error("PostgreSQL unreachable at start-up; serving anyway: pushes are spooled, pops answer 503, "+
@@ -240,6 +242,7 @@ func (s *Store) Close() error {
 		close(s.closing)
 		s.pushes.stop()
 		s.wakes.stop()
+		s.locks.close()
 		s.pool.Close()
 	})
 	return nil

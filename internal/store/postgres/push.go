@@ -101,13 +101,15 @@ func partitionName(name string) string {
 // messageRows are the columns of sqlMessagesInsert.
 type messageRows struct {
 	partitionID, createdAt        []int64
+	queueID                       []int64 // for maxSize
 	txn, id, traceID, producerSub []string
 	payload                       [][]byte
 	entry                         []int // entry index of each row
 }
 
-func (r *messageRows) add(partitionID int64, i int, e pushEntry) {
-	r.partitionID = append(r.partitionID, partitionID)
+func (r *messageRows) add(part partRef, i int, e pushEntry) {
+	r.partitionID = append(r.partitionID, part.id)
+	r.queueID = append(r.queueID, part.queueID)
 	r.txn = append(r.txn, e.item.TransactionID)
 	r.id = append(r.id, e.item.MessageID)
 	r.traceID = append(r.traceID, e.item.TraceID)
@@ -123,24 +125,28 @@ func (r *messageRows) add(partitionID int64, i int, e pushEntry) {
 // runs with the locks held.
 func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	var rows messageRows
-	var pids []int64
+	var pids, qids []int64
 	var queues []string
 	for i, e := range plan.entries {
 		if plan.firstOf[i] != i {
 			continue
 		}
-		rows.add(plan.parts[i].id, i, e)
+		rows.add(plan.parts[i], i, e)
 		pids = append(pids, plan.parts[i].id)
+		qids = append(qids, plan.parts[i].queueID)
 		if k := store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue); !slices.Contains(queues, k) {
 			queues = append(queues, k)
 		}
 	}
 	slices.Sort(pids)
 	pids = slices.Compact(pids)
+	slices.Sort(qids)
+	qids = slices.Compact(qids)
 	b := &pgx.Batch{}
 	b.Queue(sqlPartitionsLock, pids)
+	b.Queue(sqlQueuesCapLock, qids) // maxSize: see the statement
 	b.Queue(sqlMessagesInsert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
-		rows.payload, rows.createdAt)
+		rows.payload, rows.createdAt, rows.queueID)
 	b.Queue(sqlLanesMarkReady, pids)
 	t.wakeAfterCommit(queues...)
 	br := t.tx.SendBatch(t.ctx, b)
@@ -152,11 +158,19 @@ func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	if len(locked) != len(pids) {
 		return nil, fmt.Errorf("lock partitions: %w", errStale) // deleted by another broker
 	}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("lock capped queues: %w", err)
+	}
 	stored := make(map[int]string) // entry index → id of the stored message
-	var idx int64
+	full := make(map[int]int)      // entry index → maxSize of the full queue that refused it
+	var idx, maxSize int64
 	var id string
-	if _, err := pgx.ForEachRow(must(br.Query()), []any{&idx, &id}, func() error {
-		stored[rows.entry[idx-1]] = id
+	if _, err := pgx.ForEachRow(must(br.Query()), []any{&idx, &id, &maxSize}, func() error {
+		if id == "" {
+			full[rows.entry[idx-1]] = int(maxSize)
+		} else {
+			stored[rows.entry[idx-1]] = id
+		}
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("insert messages: %w", err)
@@ -164,20 +178,25 @@ func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("insert messages: %w", err)
 	}
-	return pushResults(plan, stored), nil
+	return pushResults(plan, stored, full), nil
 }
 
-// pushResults builds the verdicts: queued, or duplicate with the id of the
-// message already stored (or of the earlier entry of this batch).
-func pushResults(plan *pushPlan, stored map[int]string) []store.PushResult {
+// pushResults builds the verdicts: queued, duplicate with the id of the
+// message already stored (or of the earlier entry of this batch), or failed
+// when a capped queue had no room.
+func pushResults(plan *pushPlan, stored map[int]string, full map[int]int) []store.PushResult {
 	out := make([]store.PushResult, len(plan.entries))
 	for i, e := range plan.entries {
 		out[i].PartitionID = plan.parts[i].uuid
 		switch j := plan.firstOf[i]; {
+		case j != i && out[j].Status == store.PushFailed:
+			out[i].Status, out[i].Error = out[j].Status, out[j].Error // refused like its twin
 		case j != i:
 			out[i].Status, out[i].MessageID = store.PushDuplicate, out[j].MessageID
 		case stored[i] != "":
 			out[i].Status, out[i].MessageID = store.PushDuplicate, stored[i]
+		case full[i] > 0:
+			out[i].Status, out[i].Error = store.PushFailed, store.QueueFullError(full[i])
 		default:
 			out[i].Status, out[i].MessageID = store.PushQueued, e.item.MessageID
 		}

@@ -65,14 +65,27 @@ const (
 	// push can commit to them: the dedup check is exact and offsets are
 	// allocated without gaps.
 	sqlPartitionsLock = `SELECT id FROM partitions WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`
+	// maxSize: the queues of a push that have a cap are locked (advisory,
+	// class 20806, in id order, after the partitions) so that two pushes to
+	// different partitions of one capped queue count its unconsumed
+	// messages one after the other. Queues without a cap cost a primary-key
+	// read and take no lock.
+	sqlQueuesCapLock = `SELECT pg_advisory_xact_lock(20806, (id % 2147483647)::int) FROM (
+			SELECT id FROM queues WHERE id = ANY($1::bigint[]) AND COALESCE((options->>'maxSize')::bigint, 0) > 0
+			ORDER BY id) x`
 	// Insert a batch of messages (free of duplicates among themselves) in
-	// one statement: find the transactionIds already stored, allocate one
-	// offset per new message from each partition's counter, insert at
-	// base + rank, and return the stored id of each duplicate by position.
+	// one statement: find the transactionIds already stored, refuse what
+	// does not fit in a capped queue, allocate one offset per new message
+	// from each partition's counter, insert at base + rank, and return the
+	// stored id of each duplicate and the cap of each refused item by
+	// position. A queue's unconsumed messages are, per partition, those
+	// after the slowest lane's cursor (after the floor when no group has
+	// joined it): offsets have no gaps above the floor, so that is
+	// last_offset minus that position, summed over the queue's partitions.
 	sqlMessagesInsert = `WITH u AS (
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-				$7::bigint[]) WITH ORDINALITY
-				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, idx)
+				$7::bigint[], $8::bigint[]) WITH ORDINALITY
+				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, queue_id, idx)
 		), dup AS (
 			-- One probe of messages_partition_txn per item, as a scalar
 			-- subquery: as a join, stale statistics made the planner scan
@@ -80,9 +93,22 @@ const (
 			SELECT idx, id FROM (SELECT u.idx, (SELECT m.id FROM messages m
 				WHERE m.partition_id = u.partition_id AND m.transaction_id = u.transaction_id) AS id FROM u) x
 			WHERE id IS NOT NULL
+		), cap AS MATERIALIZED (
+			SELECT q.id, (q.options->>'maxSize')::bigint AS max_size,
+				(q.options->>'maxSize')::bigint - COALESCE((SELECT sum(p.last_offset - COALESCE(
+					(SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), p.floor_offset))
+					FROM partitions p WHERE p.queue_id = q.id), 0) AS room
+			FROM queues q
+			WHERE q.id IN (SELECT DISTINCT queue_id FROM u) AND COALESCE((q.options->>'maxSize')::bigint, 0) > 0
+		), over AS (
+			SELECT f.idx, c.max_size FROM (
+				SELECT u.idx, u.queue_id, row_number() OVER (PARTITION BY u.queue_id ORDER BY u.idx) AS qord
+				FROM u WHERE u.queue_id IN (SELECT id FROM cap) AND u.idx NOT IN (SELECT idx FROM dup)) f
+			JOIN cap c ON c.id = f.queue_id
+			WHERE f.qord > c.room
 		), fresh AS (
 			SELECT u.*, row_number() OVER (PARTITION BY u.partition_id ORDER BY u.idx) AS ord
-			FROM u WHERE u.idx NOT IN (SELECT idx FROM dup)
+			FROM u WHERE u.idx NOT IN (SELECT idx FROM dup) AND u.idx NOT IN (SELECT idx FROM over)
 		), c AS (
 			SELECT partition_id, count(*) AS n, max(created_at) AS at FROM fresh GROUP BY partition_id
 		), a AS (
@@ -96,7 +122,8 @@ const (
 				NULLIF(f.producer_sub, ''), f.payload, f.created_at
 			FROM fresh f JOIN a ON a.id = f.partition_id
 		)
-		SELECT idx, id FROM dup`
+		SELECT idx, id, 0::bigint FROM dup
+		UNION ALL SELECT idx, '', max_size FROM over`
 	// Mark ready the lanes of written partitions that now have unread
 	// messages. Only lanes not ready yet are touched (usually none), locked
 	// in key order.
@@ -112,7 +139,8 @@ const (
 const (
 	// A group's first pop from a queue: record it and create its lanes for
 	// every existing partition, seeding cursors from the subscription time
-	// ($3, 0 = from the beginning). The partitions rows are share-locked so
+	// ($3, 0 = from the beginning), never before the partition's floor (what
+	// retention deleted or eviction evicted). The partitions rows are share-locked so
 	// that no push is in flight on them: last_offset is exact and ready is
 	// right.
 	sqlJoinLock  = `SELECT pg_advisory_xact_lock(20805, ($1::bigint % 2147483647)::int)`
@@ -120,14 +148,14 @@ const (
 		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
 	sqlJoinLanes = `INSERT INTO lanes (partition_id, consumer_group, queue_id, cursor, ready)
 		SELECT p.id, $2, p.queue_id, s.cursor, p.last_offset > s.cursor
-		FROM (SELECT id, queue_id, last_offset, last_message_at FROM partitions
+		FROM (SELECT id, queue_id, last_offset, last_message_at, floor_offset FROM partitions
 			WHERE queue_id = $1 ORDER BY id FOR SHARE) p
-		CROSS JOIN LATERAL (SELECT CASE
+		CROSS JOIN LATERAL (SELECT greatest(p.floor_offset, CASE
 			WHEN $3::bigint = 0 THEN 0
 			WHEN p.last_message_at <= $3 THEN p.last_offset
 			ELSE COALESCE((SELECT m.seq FROM messages m WHERE m.partition_id = p.id AND m.created_at <= $3
 				ORDER BY m.seq DESC LIMIT 1), 0)
-			END AS cursor) s
+			END) AS cursor) s
 		ON CONFLICT DO NOTHING`
 
 	// A pop's claim and read, in one statement: the queue's options and
@@ -140,19 +168,20 @@ const (
 	//
 	// Candidate lanes of a queue ($1) for a group ($2): ready, not under a
 	// live lease ($3 = now), outside the window buffer, not tried yet ($4),
-	// least recently claimed first, skipping lanes another transaction holds;
-	// none before the group has joined. Served by the partial index
-	// lanes_ready. On a queue with delayedProcessing the head message (the
-	// first after the cursor: usually cursor + 1, but a message deleted by
-	// the control plane leaves a gap) must be due, so that lanes holding only
+	// least recently claimed first, skipping lanes another transaction holds
+	// and lanes a retry delay holds back (retry_at); none before the group
+	// has joined. Served by the partial index lanes_ready. On a queue with
+	// delayedProcessing the head message (the first after the cursor:
+	// usually cursor + 1, but a message deleted by the control plane or by
+	// retention leaves a gap) must be due, so that lanes holding only
 	// delayed messages do not crowd out due ones; a scalar subquery, because
 	// the planner would turn EXISTS into a hashed scan of all messages.
 	sqlPopClaim = sqlPopQueue + `, c AS MATERIALIZED (
 			SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, l.lease_id, l.lease_expires_at,
-				l.batch_end, l.head_attempts, l.last_claimed_at
+				l.batch_end, l.head_attempts, l.last_claimed_at, l.retry_at
 			FROM lanes l JOIN partitions p ON p.id = l.partition_id
 			WHERE l.queue_id = $1 AND l.consumer_group = $2 AND l.ready AND (SELECT joined FROM q)
-			  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
+			  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3) AND l.retry_at <= $3
 			  AND p.last_message_at <= $3 - (SELECT window_buffer FROM q) * 1000
 			  AND l.partition_id <> ALL($4::bigint[])
 			  AND ((SELECT delayed FROM q) = 0 OR (SELECT m.created_at FROM messages m
@@ -165,10 +194,10 @@ const (
 	// The same for one named partition ($4).
 	sqlPopClaimPinned = sqlPopQueue + `, c AS MATERIALIZED (
 			SELECT l.partition_id, p.uuid, p.name, p.last_offset, l.cursor, l.lease_id, l.lease_expires_at,
-				l.batch_end, l.head_attempts, l.last_claimed_at
+				l.batch_end, l.head_attempts, l.last_claimed_at, l.retry_at
 			FROM partitions p JOIN lanes l ON l.partition_id = p.id AND l.consumer_group = $2
 			WHERE p.queue_id = $1 AND p.name = $4 AND l.ready AND (SELECT joined FROM q)
-			  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3)
+			  AND (l.lease_id IS NULL OR l.lease_expires_at <= $3) AND l.retry_at <= $3
 			  AND p.last_message_at <= $3 - (SELECT window_buffer FROM q) * 1000
 			FOR UPDATE OF l SKIP LOCKED
 		)` + sqlPopRead + `LIMIT $5` + sqlPopOrder
@@ -185,7 +214,7 @@ const (
 		SELECT q.window_buffer, q.delayed, q.retry_limit, q.lease_time, q.joined,
 			COALESCE(c.partition_id, 0), COALESCE(c.uuid, ''), COALESCE(c.name, ''), COALESCE(c.last_offset, 0),
 			COALESCE(c.cursor, 0), COALESCE(c.lease_id, ''), COALESCE(c.lease_expires_at, 0),
-			COALESCE(c.batch_end, 0), COALESCE(c.head_attempts, 0),
+			COALESCE(c.batch_end, 0), COALESCE(c.head_attempts, 0), COALESCE(c.retry_at, 0),
 			COALESCE(m.seq, 0), COALESCE(m.id, ''), COALESCE(m.transaction_id, ''), COALESCE(m.trace_id, ''),
 			COALESCE(m.producer_sub, ''), COALESCE(m.payload, ''::bytea), COALESCE(m.created_at, 0)
 		FROM q LEFT JOIN c ON true
@@ -199,10 +228,10 @@ const (
 const (
 	sqlLanesSave = `UPDATE lanes l SET cursor = u.cursor, lease_id = NULLIF(u.lease_id, ''),
 			lease_expires_at = u.lease_expires_at, batch_end = u.batch_end, head_attempts = u.head_attempts,
-			last_claimed_at = greatest(l.last_claimed_at, u.claimed_at)
+			last_claimed_at = greatest(l.last_claimed_at, u.claimed_at), retry_at = u.retry_at
 		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::int[],
-			$8::bigint[]) AS u(partition_id, consumer_group, cursor, lease_id, lease_expires_at, batch_end,
-			head_attempts, claimed_at)
+			$8::bigint[], $9::bigint[]) AS u(partition_id, consumer_group, cursor, lease_id, lease_expires_at,
+			batch_end, head_attempts, claimed_at, retry_at)
 		WHERE l.partition_id = u.partition_id AND l.consumer_group = u.consumer_group`
 	// Clear ready on lanes whose cursor reached the partition's last offset.
 	// A push in flight on the partition holds its row lock: SKIP LOCKED then
@@ -236,7 +265,7 @@ const (
 	// Lock the lanes an ack batch touches, in key order (no deadlocks
 	// between concurrent ack batches).
 	sqlLanesLock = `SELECT l.partition_id, l.consumer_group, l.cursor, COALESCE(l.lease_id, ''),
-			l.lease_expires_at, l.batch_end, l.head_attempts
+			l.lease_expires_at, l.batch_end, l.head_attempts, l.retry_at
 		FROM lanes l
 		WHERE (l.partition_id, l.consumer_group) IN
 			(SELECT p.id, a.consumer_group

@@ -69,7 +69,7 @@ func (t *txn) ack(tenant string, acks []store.Ack, now time.Time) ([]store.AckRe
 		var st lane.State
 		var leaseID sql.NullString
 		err := t.queryRow(sqlLaneGet, la.part.id, la.group).Scan(&st.Cursor, &leaseID, &st.LeaseExpiresAt,
-			&st.BatchEnd, &st.HeadAttempts)
+			&st.BatchEnd, &st.HeadAttempts, &st.RetryAt)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("read lane: %w", err)
 		}
@@ -78,7 +78,7 @@ func (t *txn) ack(tenant string, acks []store.Ack, now time.Time) ([]store.AckRe
 			return nil, err
 		}
 		before := st
-		verdicts, dead := lane.Apply(&st, la.acks, la.part.queue.opts.RetryLimit, nowMs)
+		verdicts, dead := lane.ApplyPolicy(&st, la.acks, lane.PolicyOf(la.part.queue.opts), nowMs)
 		for j, v := range verdicts {
 			out[la.indexes[j]] = store.AckResult{
 				Success: v.Success, Error: v.Error, Noop: v.Noop,
@@ -217,9 +217,7 @@ func (s *Store) TxRun(ctx context.Context, p *store.TxRunParams) ([]store.TxOpRe
 			}
 			for i := range res {
 				if res[i].Status != store.PushQueued {
-					it := op.Items[i]
-					return &store.TxAbortError{Reason: fmt.Sprintf(
-						"duplicate transactionId %s in queue %s partition %s", it.TransactionID, it.Queue, it.Partition)}
+					return store.TxPushAbort(op.Items[i], res[i])
 				}
 				out = append(out, store.TxOpResult{Push: &res[i]})
 			}

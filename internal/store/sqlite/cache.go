@@ -49,6 +49,12 @@ type cache struct {
 	// It survives reset: it only ever grows, so a rolled-back claim merely
 	// skips a number.
 	lastClaim int64
+	// lastSeq is the last message offset handed out (seq.go). It survives
+	// reset for the same reason.
+	lastSeq int64
+	// unconsumed counts, per partition of a queue with a maxSize, the
+	// messages after a position (capacity.go).
+	unconsumed map[int64]*unconsumedCount
 }
 
 // nextClaim returns a claim order greater than every earlier one: the claim
@@ -70,6 +76,7 @@ func (c *cache) reset() {
 	c.partitions = make(map[partitionKey]*partitionRow)
 	c.byUUID = make(map[string]*partitionRow)
 	c.groups = make(map[groupKey]int64)
+	c.unconsumed = make(map[int64]*unconsumedCount)
 }
 
 func (c *cache) addPartition(p *partitionRow) {

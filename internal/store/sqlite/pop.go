@@ -255,7 +255,7 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.LanePopParams, budget in
 // its cursor), creating its row if needed.
 func (t *txn) saveLane(partitionID int64, group string, queueID int64, st *lane.State, claimedAt int64) error {
 	_, err := t.exec(sqlLaneUpsert, partitionID, group, queueID, st.Cursor, nullString(st.LeaseID),
-		st.LeaseExpiresAt, st.BatchEnd, st.HeadAttempts, claimedAt)
+		st.LeaseExpiresAt, st.BatchEnd, st.HeadAttempts, claimedAt, st.RetryAt)
 	if err != nil {
 		return fmt.Errorf("save lane: %w", err)
 	}

@@ -31,6 +31,7 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 	}
 	var advanced []advance // partitions that received messages, in first-touch order
 	slot := make(map[int64]int)
+	var rooms capRoom // room left in capped queues (capacity.go)
 	for i := range items {
 		it := &items[i]
 		q, err := t.queue(queueName{store.TenantOrDefault(it.Tenant), it.Queue}, it.Namespace, it.Task, now)
@@ -41,7 +42,24 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 		if err != nil {
 			return nil, err
 		}
-		res, err := t.exec(sqlMessageInsert, part.id, it.MessageID, it.TransactionID,
+		// maxSize: an item that would take the queue past its cap fails.
+		if q.opts.MaxSize > 0 {
+			if rooms == nil {
+				rooms = make(capRoom)
+			}
+			room, err := t.room(rooms, q)
+			if err != nil {
+				return nil, err
+			}
+			if room <= 0 {
+				if out[i], err = t.refuse(part, it, q.opts.MaxSize); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		seq := t.nextSeq() // explicit offsets: see seq.go
+		res, err := t.exec(sqlMessageInsert, seq, part.id, it.MessageID, it.TransactionID,
 			nullString(it.TraceID), nullString(it.ProducerSub), it.Payload, nowMs)
 		if err != nil {
 			return nil, fmt.Errorf("insert message: %w", err)
@@ -55,9 +73,9 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 			out[i].Status = store.PushDuplicate
 			continue
 		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return nil, err
+		t.usedSeq(seq)
+		if q.opts.MaxSize > 0 {
+			t.stored(rooms, q, part.id)
 		}
 		out[i].Status, out[i].MessageID = store.PushQueued, it.MessageID
 		if j, ok := slot[part.id]; ok {

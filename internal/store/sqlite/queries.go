@@ -22,9 +22,12 @@ const (
 	sqlPartitionInsert  = `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`
 	sqlPartitionAdvance = `UPDATE partitions SET last_offset = ?, last_message_at = ? WHERE id = ?`
 
+	// The offset (seq) is explicit, from the writer's counter (see
+	// nextSeq): SQLite's own rowid would be max(rowid)+1, which goes back
+	// when retention deletes the newest rows of the table.
 	sqlMessageInsert = `INSERT INTO messages
-		(partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 	sqlMessageByTxn = `SELECT seq, id FROM messages WHERE partition_id = ? AND transaction_id = ?`
 	// The transactionIds of the next messages after a cursor, to resolve a
@@ -40,19 +43,19 @@ const (
 		ORDER BY seq LIMIT ?`
 	sqlMessageHead = `SELECT seq FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT 1`
 
-	sqlLaneGet = `SELECT cursor, lease_id, lease_expires_at, batch_end, head_attempts
+	sqlLaneGet = `SELECT cursor, lease_id, lease_expires_at, batch_end, head_attempts, retry_at
 		FROM lanes WHERE partition_id = ? AND consumer_group = ?`
 	// Save a lane's state; ready is recomputed from the partition's last
 	// offset (exact: the single writer serialises pushes with this).
 	sqlLaneUpsert = `INSERT INTO lanes
 		(partition_id, consumer_group, queue_id, cursor, lease_id, lease_expires_at, batch_end, head_attempts,
-			last_claimed_at, ready)
+			last_claimed_at, ready, retry_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
-			COALESCE((SELECT last_offset FROM partitions WHERE id = ?1), 0) > ?4)
+			COALESCE((SELECT last_offset FROM partitions WHERE id = ?1), 0) > ?4, ?10)
 		ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
 			cursor = excluded.cursor, lease_id = excluded.lease_id,
 			lease_expires_at = excluded.lease_expires_at, batch_end = excluded.batch_end,
-			head_attempts = excluded.head_attempts,
+			head_attempts = excluded.head_attempts, retry_at = excluded.retry_at,
 			last_claimed_at = max(lanes.last_claimed_at, excluded.last_claimed_at),
 			ready = excluded.ready`
 	// Clear ready on a lane whose cursor has reached the partition's last
@@ -68,21 +71,23 @@ const (
 		ON CONFLICT (partition_id, consumer_group) DO NOTHING`
 	// A group's first pop from queue ?1: lanes for every partition, seeded
 	// from the subscription time ?3 (0 = from the beginning): after the last
-	// message created at or before it. Lanes that already exist (acked
-	// before the group ever popped) keep their state.
+	// message created at or before it, and never before the partition's
+	// floor (what retention deleted or eviction evicted). Lanes that already
+	// exist (acked before the group ever popped) keep their state.
 	sqlJoinLanes = `WITH s AS MATERIALIZED (
-			SELECT p.id, p.last_offset, CASE
+			SELECT p.id, p.last_offset, max(p.floor_offset, CASE
 				WHEN ?3 = 0 THEN 0
 				WHEN p.last_message_at <= ?3 THEN p.last_offset
 				ELSE COALESCE((SELECT max(m.seq) FROM messages m
 					WHERE m.partition_id = p.id AND m.created_at <= ?3), 0)
-				END AS c
+				END) AS c
 			FROM partitions p WHERE p.queue_id = ?1)
 		INSERT INTO lanes (partition_id, consumer_group, queue_id, cursor, ready)
 		SELECT id, ?2, ?1, c, last_offset > c FROM s
 		WHERE true
 		ON CONFLICT (partition_id, consumer_group) DO NOTHING`
-	// Ready lanes of queue ?1 for group ?2 with no live lease (?3 = now),
+	// Ready lanes of queue ?1 for group ?2 with no live lease and no retry
+	// delay pending (?3 = now),
 	// outside the window buffer (?4), least recently claimed first: a range
 	// of the partial index lanes_ready, so the cost does not grow with the
 	// number of partitions or with acked history. On a queue with
@@ -92,7 +97,7 @@ const (
 			l.lease_expires_at, l.batch_end, l.head_attempts
 		FROM lanes l INDEXED BY lanes_ready JOIN partitions p ON p.id = l.partition_id
 		WHERE l.queue_id = ?1 AND l.consumer_group = ?2 AND l.ready
-		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?3)
+		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?3) AND l.retry_at <= ?3
 		  AND p.last_message_at <= ?4
 		  AND (?6 = 0 OR (SELECT m.created_at FROM messages m
 			WHERE m.partition_id = l.partition_id AND m.seq > l.cursor ORDER BY m.seq LIMIT 1) <= ?6)
@@ -104,7 +109,7 @@ const (
 			l.lease_expires_at, l.batch_end, l.head_attempts
 		FROM lanes l JOIN partitions p ON p.id = l.partition_id
 		WHERE l.partition_id = ?4 AND l.consumer_group = ?1 AND l.ready
-		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?2)
+		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?2) AND l.retry_at <= ?2
 		  AND p.last_message_at <= ?3`
 	sqlLaneExtend = `UPDATE lanes SET lease_expires_at = max(lease_expires_at, ?)
 		WHERE lease_id = ? AND lease_expires_at > ? AND queue_id IN (SELECT id FROM queues WHERE tenant = ?)
@@ -166,6 +171,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlMessagesAfterIDs, sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
 		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
+		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
 		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,
 	} {
 		s, err := db.PrepareContext(ctx, q)

@@ -26,6 +26,9 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 			return fmt.Errorf("update queue: %w", err)
 		}
 		q.namespace, q.task, q.opts = p.Namespace, p.Task, p.Options
+		// Counts of unconsumed messages are kept only while a queue has a
+		// cap: a queue whose cap comes back must count afresh.
+		clear(t.cache.unconsumed)
 		part, err := t.partition(q, store.DefaultPartition, p.Now)
 		if err != nil {
 			return err

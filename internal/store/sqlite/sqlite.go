@@ -151,6 +151,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		sync:    durable, // the DSN opens with synchronous=FULL
 	}
 	s.lock = lock
+	// Offsets continue after the highest one ever handed out (seq.go).
+	if s.cache.lastSeq, err = highestSeq(ctx, db); err != nil {
+		stmts.close()
+		db.Close()
+		reader.Close()
+		return nil, err
+	}
 	opened = true
 	go s.writer()
 	s.log.Info("embedded store open", "path", path)

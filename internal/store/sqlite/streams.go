@@ -207,7 +207,7 @@ func (t *txn) streamAck(tenant string, p *store.StreamCycleParams, part *partiti
 	var st lane.State
 	var leaseID sql.NullString
 	if err := t.queryRow(sqlLaneGet, part.id, p.ConsumerGroup).Scan(&st.Cursor, &leaseID, &st.LeaseExpiresAt,
-		&st.BatchEnd, &st.HeadAttempts); err != nil {
+		&st.BatchEnd, &st.HeadAttempts, &st.RetryAt); err != nil {
 		return nil, fmt.Errorf("read lane: %w", err)
 	}
 	if !leaseID.Valid || leaseID.String == "" {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,9 +43,49 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 	}
 	t.Logf("filled a queue with %d messages in %v", n, time.Since(fillStart).Round(time.Millisecond))
 
-	// Traffic on another queue, timed, until stop.
-	var worstPush, worstPop, worstAck atomic.Int64
-	var pushed, popped atomic.Int64
+	// The same traffic without a delete first: how long this machine makes
+	// a push or a pop wait anyway.
+	tr := startTraffic(t, s)
+	time.Sleep(baselineFor)
+	baseline := tr.reset()
+	deleteStart := time.Now()
+	existed, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "huge", Now: T0})
+	if err != nil || !existed {
+		t.Fatalf("QueueDelete: existed %v err %v", existed, err)
+	}
+	deleteTook := time.Since(deleteStart)
+	purgeStart := time.Now()
+	res, err := purge.Run(ctx, s, time.Now)
+	if err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	rows, steps := res.Rows, res.Steps
+	purgeTook := time.Since(purgeStart)
+	tr.stop()
+
+	t.Logf("QueueDelete %v; purge of %d rows in %d steps, %v; meanwhile on another queue: %s (without a delete: %v)",
+		deleteTook.Round(time.Microsecond), rows, steps, purgeTook.Round(time.Millisecond), tr, time.Duration(baseline))
+	if rows != n {
+		t.Errorf("purged %d rows, want the %d messages", rows, n)
+	}
+	if deleteTook > BoundedDeleteLimit {
+		t.Errorf("QueueDelete of a queue of %d messages took %v, want < %v", n, deleteTook, BoundedDeleteLimit)
+	}
+	tr.check(t, "the delete", baseline)
+}
+
+// traffic pushes to, pops and acks another queue without pause, timing
+// every request, until stopped.
+type traffic struct {
+	worstPush, worstPop, worstAck atomic.Int64
+	pushed, popped                atomic.Int64
+	stopCh                        chan struct{}
+	wg                            sync.WaitGroup
+}
+
+func startTraffic(t *testing.T, s store.Store) *traffic {
+	ctx := context.Background()
+	tr := &traffic{stopCh: make(chan struct{})}
 	record := func(worst *atomic.Int64, d time.Duration) {
 		for {
 			w := worst.Load()
@@ -53,12 +94,10 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 			}
 		}
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	tr.wg.Go(func() {
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-tr.stopCh:
 				return
 			default:
 			}
@@ -71,14 +110,14 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 				t.Errorf("push to another queue: %v", err)
 				return
 			}
-			record(&worstPush, time.Since(start))
-			pushed.Add(10)
+			record(&tr.worstPush, time.Since(start))
+			tr.pushed.Add(10)
 		}
 	})
-	wg.Go(func() {
+	tr.wg.Go(func() {
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-tr.stopCh:
 				return
 			default:
 			}
@@ -90,7 +129,7 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 				t.Errorf("pop of another queue: %v", err)
 				return
 			}
-			record(&worstPop, time.Since(start))
+			record(&tr.worstPop, time.Since(start))
 			msgs := res.Messages
 			if len(msgs) == 0 {
 				time.Sleep(time.Millisecond) // nothing pushed yet: do not spin the writer
@@ -105,56 +144,46 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 				t.Errorf("ack on another queue: %v", err)
 				return
 			}
-			record(&worstAck, time.Since(start))
-			popped.Add(int64(len(msgs)))
+			record(&tr.worstAck, time.Since(start))
+			tr.popped.Add(int64(len(msgs)))
 		}
 	})
+	return tr
+}
 
-	// The same traffic without a delete first: how long this machine makes
-	// a push or a pop wait anyway.
-	time.Sleep(baselineFor)
-	baseline := max(worstPush.Swap(0), worstPop.Swap(0), worstAck.Swap(0))
-	deleteStart := time.Now()
-	existed, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "huge", Now: T0})
-	if err != nil || !existed {
-		t.Fatalf("QueueDelete: existed %v err %v", existed, err)
-	}
-	deleteTook := time.Since(deleteStart)
-	purgeStart := time.Now()
-	res, err := purge.Run(ctx, s, time.Now)
-	if err != nil {
-		t.Fatalf("purge: %v", err)
-	}
-	rows, steps := res.Rows, res.Steps
-	purgeTook := time.Since(purgeStart)
-	close(stop)
-	wg.Wait()
+// reset returns the worst wait so far and starts counting afresh.
+func (tr *traffic) reset() int64 {
+	return max(tr.worstPush.Swap(0), tr.worstPop.Swap(0), tr.worstAck.Swap(0))
+}
 
-	t.Logf("QueueDelete %v; purge of %d rows in %d steps, %v; meanwhile on another queue: %d pushed, %d popped; "+
-		"worst wait: push %v, pop %v, ack %v (without a delete: %v)", deleteTook.Round(time.Microsecond), rows, steps,
-		purgeTook.Round(time.Millisecond), pushed.Load(), popped.Load(), time.Duration(worstPush.Load()),
-		time.Duration(worstPop.Load()), time.Duration(worstAck.Load()), time.Duration(baseline))
+func (tr *traffic) stop() {
+	close(tr.stopCh)
+	tr.wg.Wait()
+}
+
+func (tr *traffic) String() string {
+	return fmt.Sprintf("%d pushed, %d popped; worst wait: push %v, pop %v, ack %v", tr.pushed.Load(), tr.popped.Load(),
+		time.Duration(tr.worstPush.Load()), time.Duration(tr.worstPop.Load()), time.Duration(tr.worstAck.Load()))
+}
+
+// check fails the test if a request waited longer than BoundedDeleteLimit
+// during what (or twice the baseline, on a machine noisy without it).
+func (tr *traffic) check(t *testing.T, what string, baseline int64) {
 	// On a machine that already makes a request wait over half the limit
 	// without any delete, the limit would measure the neighbours: then the
 	// delete may at most double the worst wait.
 	limit := BoundedDeleteLimit
 	if allowed := 2 * time.Duration(baseline); allowed > limit {
-		t.Logf("this machine is noisy (worst wait %v without a delete): allowing %v", time.Duration(baseline), allowed)
+		t.Logf("this machine is noisy (worst wait %v without %s): allowing %v", time.Duration(baseline), what, allowed)
 		limit = allowed
 	}
-	if rows != n {
-		t.Errorf("purged %d rows, want the %d messages", rows, n)
-	}
-	if deleteTook > BoundedDeleteLimit {
-		t.Errorf("QueueDelete of a queue of %d messages took %v, want < %v", n, deleteTook, BoundedDeleteLimit)
-	}
-	for what, worst := range map[string]*atomic.Int64{"push": &worstPush, "pop": &worstPop, "ack": &worstAck} {
+	for kind, worst := range map[string]*atomic.Int64{"push": &tr.worstPush, "pop": &tr.worstPop, "ack": &tr.worstAck} {
 		if d := time.Duration(worst.Load()); d > limit {
-			t.Errorf("a %s of another queue waited %v during the delete, want < %v", what, d, limit)
+			t.Errorf("a %s of another queue waited %v during %s, want < %v", kind, d, what, limit)
 		}
 	}
-	if pushed.Load() == 0 || popped.Load() == 0 {
-		t.Errorf("no traffic on the other queue during the delete (pushed %d, popped %d)", pushed.Load(), popped.Load())
+	if tr.pushed.Load() == 0 || tr.popped.Load() == 0 {
+		t.Errorf("no traffic on the other queue during %s (pushed %d, popped %d)", what, tr.pushed.Load(), tr.popped.Load())
 	}
 }
 

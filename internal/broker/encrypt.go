@@ -1,0 +1,241 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/queen-go/queen/internal/crypt"
+	"github.com/queen-go/queen/internal/store"
+)
+
+// Encryption at rest (queue option encryptionEnabled, package crypt). The
+// broker seals a payload before it reaches the store or the disk spool and
+// opens it after a pop reads it; the engines store the sealed shape like any
+// other payload. Which queues seal is read from the store and kept for
+// sealFresh (a configure made through this broker applies at once; one made
+// through another broker within sealFresh).
+//
+// Plaintext and the spool: a push that has to be spooled (the database is
+// down, or push maintenance) is sealed first when this broker knows that its
+// queue seals, whatever the age of that knowledge. Only a push to a queue
+// this broker has not read since it started, made while the database cannot
+// be read, is spooled as it came; it is sealed when the spool is replayed,
+// before it reaches the database.
+//
+// A broker without a key never writes plaintext to a queue that seals: such
+// items fail, configuring encryptionEnabled is refused, and pops return the
+// sealed shape as stored.
+
+// sealFresh is how long the broker trusts what it read of a queue's
+// encryptionEnabled.
+const sealFresh = time.Second
+
+// sealCache remembers which queues seal their payloads, by store.QueueKey.
+type sealCache struct {
+	mu sync.Mutex
+	m  map[string]sealEntry
+}
+
+type sealEntry struct {
+	on bool
+	at time.Time
+}
+
+func newSealCache() *sealCache { return &sealCache{m: make(map[string]sealEntry)} }
+
+func (c *sealCache) get(key string) (sealEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	return e, ok
+}
+
+func (c *sealCache) put(key string, on bool, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = sealEntry{on: on, at: at}
+}
+
+// errNoKey is the verdict on an item of a queue that seals, pushed to a
+// broker without a key.
+func errNoKey(queue string) string {
+	return fmt.Sprintf("queue %s encrypts its payloads (encryptionEnabled) and this broker has no "+
+		"QUEEN_ENCRYPTION_KEY: not stored", queue)
+}
+
+// sealFlags reports, per store.QueueKey of items, whether the queue seals,
+// reading from the store what the cache does not hold fresh.
+func (b *Broker) sealFlags(ctx context.Context, items []store.PushItem) (map[string]bool, error) {
+	now := time.Now()
+	flags := make(map[string]bool, 1)
+	missing := make(map[string][]string) // tenant → names to read
+	for i := range items {
+		tenant := store.TenantOrDefault(items[i].Tenant)
+		key := store.QueueKey(tenant, items[i].Queue)
+		if _, done := flags[key]; done {
+			continue
+		}
+		if e, ok := b.sealing.get(key); ok && now.Sub(e.at) < sealFresh {
+			flags[key] = e.on
+			continue
+		}
+		flags[key] = false
+		missing[tenant] = append(missing[tenant], items[i].Queue)
+	}
+	for tenant, names := range missing {
+		opts, err := b.store.QueueOptionsGet(ctx, &store.QueueOptionsGetParams{Names: names, Tenant: tenant, Now: b.now()})
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			on := opts[name].EncryptionEnabled // a queue that does not exist yet is created plain
+			key := store.QueueKey(tenant, name)
+			flags[key] = on
+			b.sealing.put(key, on, now)
+		}
+	}
+	return flags, nil
+}
+
+// sealed reports whether payload is already sealed under one of our keys
+// (a spooled push sealed before it was spooled).
+func (b *Broker) sealed(payload []byte) bool {
+	if b.keys == nil || !crypt.Sealed(payload) {
+		return false
+	}
+	_, ok := b.keys.Open(payload)
+	return ok
+}
+
+// seal seals, in place, the payloads of items whose queue seals according
+// to flags, and returns a failed verdict for each item it cannot seal
+// (nil when there is none).
+func (b *Broker) seal(items []store.PushItem, flags map[string]bool) ([]*store.PushResult, error) {
+	var refused []*store.PushResult
+	for i := range items {
+		it := &items[i]
+		if !flags[store.QueueKey(store.TenantOrDefault(it.Tenant), it.Queue)] || b.sealed(it.Payload) {
+			continue
+		}
+		if b.keys == nil {
+			if refused == nil {
+				refused = make([]*store.PushResult, len(items))
+			}
+			refused[i] = &store.PushResult{Status: store.PushFailed, Error: errNoKey(it.Queue)}
+			continue
+		}
+		p, err := b.keys.Seal(it.Payload)
+		if err != nil {
+			return nil, err
+		}
+		it.Payload = p
+	}
+	return refused, nil
+}
+
+// storePush seals the items that need it and stores them: the broker's one
+// way into MessagePushMany (pushes and spool replay). Items it cannot seal
+// are answered failed without reaching the store.
+func (b *Broker) storePush(ctx context.Context, items []store.PushItem) ([]store.PushResult, error) {
+	flags, err := b.sealFlags(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	refused, err := b.seal(items, flags)
+	if err != nil {
+		return nil, err
+	}
+	if refused == nil {
+		return b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: b.now()})
+	}
+	send := make([]store.PushItem, 0, len(items))
+	for i := range items {
+		if refused[i] == nil {
+			send = append(send, items[i])
+		}
+	}
+	var res []store.PushResult
+	if len(send) > 0 {
+		if res, err = b.store.MessagePushMany(ctx, &store.MessagePushManyParams{Items: send, Now: b.now()}); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]store.PushResult, len(items))
+	for i := range items {
+		if refused[i] != nil {
+			out[i] = *refused[i]
+			continue
+		}
+		out[i], res = res[0], res[1:]
+	}
+	return out, nil
+}
+
+// sealKnown seals, before they are spooled, the payloads of items whose
+// queue this broker knows to seal, however old that knowledge; without a
+// database it cannot learn more (see the top of this file).
+func (b *Broker) sealKnown(items []store.PushItem) {
+	if b.keys == nil {
+		return
+	}
+	flags := make(map[string]bool)
+	for i := range items {
+		key := store.QueueKey(store.TenantOrDefault(items[i].Tenant), items[i].Queue)
+		if e, ok := b.sealing.get(key); ok {
+			flags[key] = e.on
+		}
+	}
+	_, _ = b.seal(items, flags) // a failed seal leaves the item for the replay to seal
+}
+
+// sealTx seals the pushed items of a transaction; it returns the abort
+// reason when one of them cannot be sealed.
+func (b *Broker) sealTx(ctx context.Context, ops []store.TxOp) (string, error) {
+	for _, op := range ops {
+		if len(op.Items) == 0 {
+			continue
+		}
+		flags, err := b.sealFlags(ctx, op.Items)
+		if err != nil {
+			return "", err
+		}
+		refused, err := b.seal(op.Items, flags)
+		if err != nil {
+			return "", err
+		}
+		for i, r := range refused {
+			if r != nil {
+				return fmt.Sprintf("push of transactionId %s: %s", op.Items[i].TransactionID, r.Error), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// openPayloads replaces sealed payloads of popped messages by what they
+// seal. A payload no key opens is left as stored.
+func (b *Broker) openPayloads(msgs []store.Message) {
+	if b.keys == nil {
+		return
+	}
+	for i := range msgs {
+		if !crypt.Sealed(msgs[i].Payload) {
+			continue
+		}
+		if p, ok := b.keys.Open(msgs[i].Payload); ok {
+			msgs[i].Payload = p
+		}
+	}
+}
+
+// checkSealing refuses to configure encryptionEnabled on a broker that has
+// no key: the queue's payloads would otherwise be stored in plaintext.
+func (b *Broker) checkSealing(opts store.QueueOptions) error {
+	if opts.EncryptionEnabled && b.keys == nil {
+		return invalidf("encryptionEnabled needs an encryption key: this broker has no QUEEN_ENCRYPTION_KEY " +
+			"(64 hex characters), and it never stores the payloads of such a queue in plaintext")
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+// Package crypt encrypts message payloads at rest, for queues configured
+// with encryptionEnabled. It speaks Queen's stored shape, so that a database
+// written by one can be read by the other: AES-256-GCM with a random 16-byte
+// IV per message and a 16-byte tag, the ciphertext of the payload's JSON
+// text stored in its place as
+//
+//	{"encrypted":"<base64 ciphertext>","iv":"<base64 IV>","authTag":"<base64 tag>"}
+//
+// (standard base64). A Keyring holds the current key, which seals, and any
+// number of earlier ones, which still open what they sealed, so that a key
+// can be rotated while messages sealed under the old one wait in queues. The
+// broker seals on push, before the store (and before the disk spool), and
+// opens on pop, after the store; neither the HTTP layer nor the storage
+// engines see keys.
+package crypt
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sizes of the stored shape, as Queen has them.
+const (
+	KeyHexLen = 64 // a key is 32 bytes written as 64 hex characters
+	ivSize    = 16
+	tagSize   = 16
+)
+
+// Keyring seals with the current key and opens with any of its keys. It is
+// safe for concurrent use.
+type Keyring struct {
+	keys []cipher.AEAD // the current key first, then the earlier ones
+}
+
+// ParseKey reads a key of 64 hex characters.
+func ParseKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if len(s) != KeyHexLen {
+		return nil, fmt.Errorf("want %d hex characters (32 bytes), got %d characters", KeyHexLen, len(s))
+	}
+	key, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, errors.New("not hexadecimal")
+	}
+	return key, nil
+}
+
+// New returns a keyring sealing with current and opening with current and
+// every key of old (each 64 hex characters).
+func New(current string, old ...string) (*Keyring, error) {
+	k := &Keyring{}
+	for i, s := range append([]string{current}, old...) {
+		key, err := ParseKey(s)
+		if err != nil {
+			if i == 0 {
+				return nil, fmt.Errorf("encryption key: %w", err)
+			}
+			return nil, fmt.Errorf("old encryption key %d: %w", i, err)
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, err // cannot happen: the key is 32 bytes
+		}
+		aead, err := cipher.NewGCMWithNonceSize(block, ivSize)
+		if err != nil {
+			return nil, err
+		}
+		k.keys = append(k.keys, aead)
+	}
+	return k, nil
+}
+
+// sealed is the stored shape.
+type sealed struct {
+	Encrypted string `json:"encrypted"`
+	IV        string `json:"iv"`
+	AuthTag   string `json:"authTag"`
+}
+
+// Seal encrypts a payload (its JSON text) with the current key and returns
+// the stored shape.
+func (k *Keyring) Seal(payload []byte) ([]byte, error) {
+	iv := make([]byte, ivSize)
+	if _, err := rand.Read(iv); err != nil {
+		return nil, fmt.Errorf("encrypt: %w", err)
+	}
+	out := k.keys[0].Seal(nil, iv, payload, nil) // ciphertext, then the tag
+	ct, tag := out[:len(out)-tagSize], out[len(out)-tagSize:]
+	return json.Marshal(sealed{
+		Encrypted: base64.StdEncoding.EncodeToString(ct),
+		IV:        base64.StdEncoding.EncodeToString(iv),
+		AuthTag:   base64.StdEncoding.EncodeToString(tag),
+	})
+}
+
+// Open returns the payload sealed in stored, trying every key of the
+// keyring. It reports false when stored is not the stored shape (exactly the
+// three keys, as Queen decides) or when no key opens it; the caller then
+// keeps stored as it is.
+func (k *Keyring) Open(stored []byte) ([]byte, bool) {
+	if !Sealed(stored) {
+		return nil, false
+	}
+	var fields map[string]string
+	if err := json.Unmarshal(stored, &fields); err != nil || len(fields) != 3 {
+		return nil, false
+	}
+	ct, err1 := base64.StdEncoding.DecodeString(fields["encrypted"])
+	iv, err2 := base64.StdEncoding.DecodeString(fields["iv"])
+	tag, err3 := base64.StdEncoding.DecodeString(fields["authTag"])
+	if err1 != nil || err2 != nil || err3 != nil || len(iv) != ivSize || len(tag) != tagSize {
+		return nil, false
+	}
+	box := append(ct, tag...)
+	for _, aead := range k.keys {
+		if plain, err := aead.Open(nil, iv, box, nil); err == nil {
+			return plain, true
+		}
+	}
+	return nil, false
+}
+
+// Sealed reports, cheaply, whether b may be the stored shape: a JSON object
+// naming the three keys. Payloads that are not pass through pops untouched
+// without being parsed.
+func Sealed(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"authTag"`)) &&
+		bytes.Contains(b, []byte(`"encrypted"`)) && bytes.Contains(b, []byte(`"iv"`))
+}

@@ -1,0 +1,141 @@
+package lane
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestDrop(t *testing.T) {
+	tests := []struct {
+		name      string
+		state     State
+		through   int64
+		want      State
+		wantMoved bool
+	}{
+		{"below the cursor changes nothing", unleased(), 7, unleased(), false},
+		{"at the cursor changes nothing", unleased(), 10, unleased(), false},
+		{"past the cursor moves it and forgets the head's attempts",
+			withAttempts(unleased(), 2), 12, State{Cursor: 12}, true},
+		{"a pending retry delay goes with its head",
+			State{Cursor: 10, RetryAt: now + 5000}, 11, State{Cursor: 11}, true},
+		{"a lease whose whole batch is gone is released", leased(), 15, State{Cursor: 15}, true},
+		{"a lease holding later messages is kept", leased(), 12,
+			State{Cursor: 12, LeaseID: lease, LeaseExpiresAt: now + 30_000, BatchEnd: 15}, true},
+		{"a stale lease whose batch is gone is released too",
+			State{Cursor: 10, LeaseID: lease, LeaseExpiresAt: now - 1, BatchEnd: 15, HeadAttempts: 1}, 20,
+			State{Cursor: 20}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.state
+			if moved := st.Drop(tt.through); moved != tt.wantMoved {
+				t.Errorf("Drop reported %v, want %v", moved, tt.wantMoved)
+			}
+			if st != tt.want {
+				t.Errorf("state: got %+v, want %+v", st, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvict(t *testing.T) {
+	tests := []struct {
+		name     string
+		state    State
+		offsets  []int64
+		want     State
+		wantDead []DeadLetter
+	}{
+		{"nothing to evict", unleased(), nil, unleased(), nil},
+		{"a live lease keeps the lane", leased(), []int64{11, 12}, leased(), nil},
+		{"an unleased lane moves past the evicted messages, the head keeps its attempts",
+			withAttempts(unleased(), 2), []int64{11, 14, 20}, State{Cursor: 20},
+			[]DeadLetter{{Offset: 11, Error: MaxWaitError, Attempts: 2},
+				{Offset: 14, Error: MaxWaitError}, {Offset: 20, Error: MaxWaitError}}},
+		{"a stale lease is dropped with its messages",
+			State{Cursor: 10, LeaseID: lease, LeaseExpiresAt: now - 1, BatchEnd: 12}, []int64{11, 12},
+			State{Cursor: 12}, []DeadLetter{{Offset: 11, Error: MaxWaitError}, {Offset: 12, Error: MaxWaitError}}},
+		{"a lane waiting out a retry delay is evicted", State{Cursor: 10, RetryAt: now + 1000, HeadAttempts: 1},
+			[]int64{11}, State{Cursor: 11}, []DeadLetter{{Offset: 11, Error: MaxWaitError, Attempts: 1}}},
+		{"offsets at or below the cursor are not dead-lettered", unleased(), []int64{9, 10, 11},
+			State{Cursor: 11}, []DeadLetter{{Offset: 11, Error: MaxWaitError}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.state
+			dead := st.Evict(tt.offsets, now)
+			if !equalDead(dead, tt.wantDead) {
+				t.Errorf("dead letters: got %+v, want %+v", dead, tt.wantDead)
+			}
+			if st != tt.want {
+				t.Errorf("state: got %+v, want %+v", st, tt.want)
+			}
+		})
+	}
+}
+
+func TestApplyPolicyRetryDelay(t *testing.T) {
+	const delay = 1500
+	p := Policy{RetryLimit: 3, RetryDelayMs: delay}
+	tests := []struct {
+		name        string
+		state       State
+		acks        []Ack
+		policy      Policy
+		wantRetryAt int64
+		wantCursor  int64
+	}{
+		{"a failed ack delays the head", leased(), []Ack{failed(11, lease, "boom")}, p, now + delay, 10},
+		{"a retry ack delays the head", leased(), []Ack{retry(11, lease)}, p, now + delay, 10},
+		{"a negative ack after commits delays the new head",
+			leased(), []Ack{completed(11, lease), completed(12, lease), failed(13, lease, "")}, p, now + delay, 12},
+		{"no delay configured redelivers at once", leased(), []Ack{failed(11, lease, "boom")},
+			Policy{RetryLimit: 3}, 0, 10},
+		{"a failed ack that dead-letters moves on without delay",
+			withAttempts(leased(), 3), []Ack{failed(11, lease, "boom")}, p, 0, 11},
+		{"a dlq ack moves on without delay", leased(), []Ack{dlq(11, lease, "bad")}, p, 0, 11},
+		{"completed acks set no delay", leased(), []Ack{completed(15, lease)}, p, 0, 15},
+		{"an ack with a foreign lease sets no delay", leased(), []Ack{failed(11, other, "")}, p, 0, 10},
+		{"an ack already committed sets no delay", leased(), []Ack{failed(9, lease, "")}, p, 0, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.state
+			want := tt.state
+			wantV, wantDead := Apply(&want, tt.acks, tt.policy.RetryLimit, now)
+			gotV, gotDead := ApplyPolicy(&st, tt.acks, tt.policy, now)
+			if !reflect.DeepEqual(gotV, wantV) || !equalDead(gotDead, wantDead) {
+				t.Errorf("verdicts %+v dead %+v, want those of Apply: %+v %+v", gotV, gotDead, wantV, wantDead)
+			}
+			if st.RetryAt != tt.wantRetryAt || st.Cursor != tt.wantCursor {
+				t.Errorf("state %+v: want RetryAt %d and cursor %d", st, tt.wantRetryAt, tt.wantCursor)
+			}
+			if tt.wantRetryAt > 0 {
+				if st.Available(now + delay - 1) {
+					t.Errorf("available %d ms before the delay ends", 1)
+				}
+				if !st.Available(now + delay) {
+					t.Errorf("not available once the delay has passed")
+				}
+			}
+		})
+	}
+}
+
+func TestRetryDelayClearedByClaimAndCommit(t *testing.T) {
+	st := State{Cursor: 10, RetryAt: now + 1000}
+	st.Claim(lease, now+2000, 12)
+	if st.RetryAt != 0 {
+		t.Errorf("Claim kept RetryAt %d", st.RetryAt)
+	}
+	st = State{Cursor: 10, RetryAt: now + 1000}
+	st.Commit(10)
+	if st.RetryAt == 0 {
+		t.Errorf("Commit without a move cleared RetryAt")
+	}
+	st.Commit(11)
+	if st.RetryAt != 0 {
+		t.Errorf("Commit to a new head kept RetryAt %d", st.RetryAt)
+	}
+}

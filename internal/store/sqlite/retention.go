@@ -1,0 +1,520 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/lane"
+)
+
+// The retention, eviction and idle-partition sweeps (store.RetentionStore).
+// Each step is one writer job that looks at a window of partition ids and
+// removes at most its limit of rows, so that pushes and pops queued behind it
+// wait for one short job (the broker's sweep services size the steps like
+// package purge does). The lane rules are package lane's (Drop, Evict).
+
+// sweepWindow is how many partition ids one step looks at, at most: it
+// bounds the step's reads whatever the number of partitions.
+const sweepWindow = 1024
+
+const (
+	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
+	// The partitions of window [?1, ?2) whose queue (of tenant ?3, or any)
+	// asks for the sweep; the option filter is appended per kind.
+	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.deleted_offset, q.tenant, q.name, q.options
+		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE p.id >= ?1 AND p.id < ?2 AND (?3 = '' OR q.tenant = ?3) AND `
+	sqlSweepFilterExpired = `json_extract(q.options, '$.retentionEnabled')
+		AND json_extract(q.options, '$.retentionSeconds') > 0 ORDER BY p.id`
+	sqlSweepFilterCompleted = `json_extract(q.options, '$.retentionEnabled')
+		AND json_extract(q.options, '$.completedRetentionSeconds') > 0 ORDER BY p.id`
+	sqlSweepFilterEviction = `json_extract(q.options, '$.maxWaitTimeSeconds') > 0 ORDER BY p.id`
+
+	// The oldest messages of partition ?1 after offset ?2.
+	sqlSweepHead = `SELECT seq, created_at FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	// A partition's lanes, with their queue.
+	sqlSweepLanes = `SELECT consumer_group, queue_id, cursor, COALESCE(lease_id, ''), lease_expires_at, batch_end,
+			head_attempts, retry_at
+		FROM lanes WHERE partition_id = ? ORDER BY consumer_group`
+	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ?`
+	sqlSweepDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ? AND message_seq <= ?`
+	sqlSweepFloor             = `UPDATE partitions SET floor_offset = max(floor_offset, ?) WHERE id = ?`
+	sqlSweepDeleted           = `UPDATE partitions SET floor_offset = max(floor_offset, ?1),
+		deleted_offset = max(deleted_offset, ?1) WHERE id = ?2`
+	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = count + excluded.count`
+
+	// Partitions of window [?1, ?2) (of tenant ?3, or any) without messages
+	// and idle since ?4 (Unix ms): created, written and claimed before it
+	// (last_claimed_at is in microseconds).
+	sqlIdlePartitions = `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE p.id >= ?1 AND p.id < ?2 AND (?3 = '' OR q.tenant = ?3)
+		  AND p.created_at < ?4 AND p.last_message_at < ?4
+		  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.partition_id = p.id)
+		  AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.partition_id = p.id AND l.last_claimed_at >= ?4 * 1000)
+		ORDER BY p.id LIMIT ?5`
+	sqlIdleDeleteLanes       = `DELETE FROM lanes WHERE partition_id = ?`
+	sqlIdleDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ?`
+	sqlIdleDeletePartition   = `DELETE FROM partitions WHERE id = ?`
+
+	sqlHistory = `SELECT tenant, queue, kind, minute, count FROM retention_history
+		WHERE minute >= ?1 AND (?2 = '' OR tenant = ?2) AND (?3 = '' OR queue = ?3)
+		ORDER BY minute, tenant, queue, kind`
+	sqlHistoryPrune = `DELETE FROM retention_history WHERE minute < ?`
+
+	sqlQueueOptionsGet = `SELECT name, options FROM queues
+		WHERE tenant = ? AND name IN (SELECT value FROM json_each(?))`
+)
+
+// RetentionSweep runs one step of a sweep in one writer job.
+func (s *Store) RetentionSweep(ctx context.Context, p *store.RetentionSweepParams) (*store.RetentionResult, error) {
+	var filter string
+	switch p.Kind {
+	case store.RetentionExpired:
+		filter = sqlSweepFilterExpired
+	case store.RetentionCompleted:
+		filter = sqlSweepFilterCompleted
+	case store.RetentionEviction:
+		filter = sqlSweepFilterEviction
+	default:
+		return nil, fmt.Errorf("retention sweep: unknown kind %q", p.Kind)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	out := &store.RetentionResult{}
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		start := time.Now()
+		defer func() { out.Took = time.Since(start) }()
+		*out = store.RetentionResult{}
+		sw := &sweep{txn: s.txn(tx), kind: p.Kind, nowMs: p.Now.UnixMilli(), budget: limit,
+			history: make(map[queueName]int)}
+		if err := sw.run(p, filter, out); err != nil {
+			return err
+		}
+		out.Removed = sw.removed
+		return sw.record(p.Now)
+	})
+	return out, err
+}
+
+// sweep is one step of a sweep.
+type sweep struct {
+	*txn
+	kind    store.RetentionKind
+	nowMs   int64
+	budget  int               // rows the step may still remove
+	removed int               // messages removed (each once)
+	history map[queueName]int // messages removed per queue
+}
+
+// sweepPartition is a partition a sweep visits.
+type sweepPartition struct {
+	id, floor int64
+	deleted   int64 // every message up to it is deleted
+	queue     queueName
+	opts      store.QueueOptions
+}
+
+func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.RetentionResult) error {
+	var maxID int64
+	if err := sw.tx.QueryRowContext(sw.ctx, sqlSweepMaxPartition).Scan(&maxID); err != nil {
+		return fmt.Errorf("retention sweep: %w", err)
+	}
+	from := max(p.From, 1)
+	if from > maxID {
+		return nil // swept everything
+	}
+	end := from + sweepWindow
+	parts, err := sw.partitions(sqlSweepPartitions+filter, from, end, p.Tenant)
+	if err != nil {
+		return err
+	}
+	for _, sp := range parts {
+		more, err := sw.partition(sp)
+		if err != nil {
+			return err
+		}
+		if more {
+			out.Next = sp.id // not finished: the next step starts here
+			return nil
+		}
+	}
+	if end <= maxID {
+		out.Next = end
+	}
+	return nil
+}
+
+func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]sweepPartition, error) {
+	rows, err := sw.tx.QueryContext(sw.ctx, query, from, end, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("retention sweep: list partitions: %w", err)
+	}
+	defer rows.Close()
+	var out []sweepPartition
+	for rows.Next() {
+		var sp sweepPartition
+		var opts string
+		if err := rows.Scan(&sp.id, &sp.floor, &sp.deleted, &sp.queue.tenant, &sp.queue.name, &opts); err != nil {
+			return nil, err
+		}
+		if sp.opts, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
+			return nil, fmt.Errorf("queue %q: %w", sp.queue.name, err)
+		}
+		out = append(out, sp)
+	}
+	return out, rows.Err()
+}
+
+// partition runs the sweep on one partition within the step's budget and
+// reports whether the partition has more to remove.
+func (sw *sweep) partition(sp sweepPartition) (bool, error) {
+	switch sw.kind {
+	case store.RetentionExpired:
+		return sw.expire(sp, sw.nowMs-int64(sp.opts.RetentionSeconds)*1000, false)
+	case store.RetentionCompleted:
+		return sw.expire(sp, sw.nowMs-int64(sp.opts.CompletedRetentionSeconds)*1000, true)
+	default:
+		return sw.evict(sp, sw.nowMs-int64(sp.opts.MaxWaitTimeSeconds)*1000)
+	}
+}
+
+// laneRow is a lane a sweep visits.
+type laneRow struct {
+	group   string
+	queueID int64
+	state   lane.State
+}
+
+func (sw *sweep) lanes(pid int64) ([]laneRow, error) {
+	rows, err := sw.tx.QueryContext(sw.ctx, sqlSweepLanes, pid)
+	if err != nil {
+		return nil, fmt.Errorf("retention sweep: read lanes: %w", err)
+	}
+	defer rows.Close()
+	var out []laneRow
+	for rows.Next() {
+		var l laneRow
+		st := &l.state
+		if err := rows.Scan(&l.group, &l.queueID, &st.Cursor, &st.LeaseID, &st.LeaseExpiresAt, &st.BatchEnd,
+			&st.HeadAttempts, &st.RetryAt); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// old returns the offsets of the oldest messages of pid after offset after,
+// as long as they were created before cutoff and are at most through (0: no
+// bound): at most n of them, and whether more such messages follow.
+func (sw *sweep) old(pid, after, cutoff, through int64, n int) ([]int64, bool, error) {
+	rows, err := sw.tx.QueryContext(sw.ctx, sqlSweepHead, pid, after, n+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("retention sweep: read messages: %w", err)
+	}
+	defer rows.Close()
+	var offs []int64
+	for rows.Next() {
+		var seq, createdAt int64
+		if err := rows.Scan(&seq, &createdAt); err != nil {
+			return nil, false, err
+		}
+		if createdAt >= cutoff || (through > 0 && seq > through) {
+			return offs, false, rows.Err() // the prefix ends here
+		}
+		if len(offs) == n {
+			return offs, true, rows.Err()
+		}
+		offs = append(offs, seq)
+	}
+	return offs, false, rows.Err()
+}
+
+// expire deletes the prefix of the partition created before cutoff; with
+// consumed set, only what every lane has consumed (nothing when no group has
+// joined the partition).
+func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, error) {
+	lanes, err := sw.lanes(sp.id)
+	if err != nil {
+		return false, err
+	}
+	var through int64
+	if consumed {
+		if len(lanes) == 0 {
+			return false, nil
+		}
+		through = lanes[0].state.Cursor
+		for _, l := range lanes[1:] {
+			through = min(through, l.state.Cursor)
+		}
+		if through == 0 {
+			return false, nil
+		}
+	}
+	offs, more, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
+	if err != nil || len(offs) == 0 {
+		return false, err
+	}
+	last := offs[len(offs)-1]
+	res, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.deleted, last)
+	if err != nil {
+		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteDeadLetters, sp.id, last); err != nil {
+		return false, fmt.Errorf("retention sweep: delete dead letters: %w", err)
+	}
+	for i := range lanes {
+		l := &lanes[i]
+		if l.state.Drop(last) {
+			if err := sw.saveLane(sp.id, l.group, l.queueID, &l.state, 0); err != nil {
+				return false, err
+			}
+		}
+	}
+	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleted, last, sp.id); err != nil {
+		return false, fmt.Errorf("retention sweep: move floor: %w", err)
+	}
+	sw.forgetUnconsumed(sp.id)
+	sw.count(sp.queue, int(n))
+	return more, nil
+}
+
+// evict moves the messages created before cutoff that lanes have not
+// consumed to the dead-letter queue, lane by lane; in a partition no group
+// has joined, for the queue-mode group. The floor moves past what was
+// evicted for every lane, so that groups joining later start after it.
+func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
+	lanes, err := sw.lanes(sp.id)
+	if err != nil {
+		return false, err
+	}
+	if len(lanes) == 0 {
+		// Nobody has joined: the queue-mode group, Queen's default, gets
+		// the dead letters, so that nothing is evicted silently.
+		lanes = []laneRow{{group: store.QueueMode, state: lane.State{Cursor: sp.floor}}}
+	}
+	lo := sp.floor
+	for _, l := range lanes {
+		lo = min(lo, l.state.Cursor)
+	}
+	offs, more, err := sw.old(sp.id, lo, cutoff, 0, sw.budget)
+	if err != nil || len(offs) == 0 {
+		return false, err
+	}
+	// A message counts as evicted (once, whatever the number of groups)
+	// when the floor passes it: then every unleased lane has passed it, and
+	// the slowest of them was behind it, so that lane evicted it.
+	last := offs[len(offs)-1]
+	floor := last // lowered to the lowest cursor an unleased lane is left at
+	behind := int64(-1)
+	for i := range lanes {
+		l := &lanes[i]
+		if l.state.Leased(sw.nowMs) {
+			continue // its consumer is on it; a later sweep evicts the rest
+		}
+		if behind < 0 || l.state.Cursor < behind {
+			behind = l.state.Cursor
+		}
+		var mine []int64
+		for _, off := range offs {
+			if off > l.state.Cursor && len(mine) < sw.budget {
+				mine = append(mine, off)
+			}
+		}
+		dead := l.state.Evict(mine, sw.nowMs)
+		for k := range dead {
+			if err := sw.deadLetter(sp.id, l.group, &dead[k], sw.nowMs); err != nil {
+				return false, err
+			}
+		}
+		sw.budget -= len(dead)
+		if len(dead) > 0 && l.queueID != 0 { // a real lane, not the stand-in for nobody
+			if err := sw.saveLane(sp.id, l.group, l.queueID, &l.state, 0); err != nil {
+				return false, err
+			}
+		}
+		if l.state.Cursor < last {
+			floor, more = min(floor, l.state.Cursor), true // the budget ran out
+		}
+	}
+	if behind < 0 {
+		return false, nil // every lane is leased: a later sweep
+	}
+	evicted := 0
+	for _, off := range offs {
+		if off > max(sp.floor, behind) && off <= floor {
+			evicted++
+		}
+	}
+	if err := sw.floor(sp.id, floor); err != nil {
+		return false, err
+	}
+	sw.forgetUnconsumed(sp.id)
+	sw.removed += evicted
+	sw.history[sp.queue] += evicted
+	return more, nil
+}
+
+func (sw *sweep) floor(pid, through int64) error {
+	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepFloor, through, pid); err != nil {
+		return fmt.Errorf("retention sweep: move floor: %w", err)
+	}
+	return nil
+}
+
+// count records n messages of queue q deleted.
+func (sw *sweep) count(q queueName, n int) {
+	sw.budget -= n
+	sw.removed += n
+	sw.history[q] += n
+}
+
+// record writes the step's history.
+func (sw *sweep) record(now time.Time) error {
+	minute := store.MinuteOf(now).UnixMilli()
+	for q, n := range sw.history {
+		if n == 0 {
+			continue
+		}
+		if _, err := sw.tx.ExecContext(sw.ctx, sqlHistoryAdd, q.tenant, q.name, string(sw.kind), minute, n); err != nil {
+			return fmt.Errorf("retention sweep: record history: %w", err)
+		}
+	}
+	return nil
+}
+
+// RetentionPartitions deletes idle, empty partitions of one window of ids
+// in one writer job.
+func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionPartitionsParams) (*store.RetentionResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	out := &store.RetentionResult{}
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		start := time.Now()
+		defer func() { out.Took = time.Since(start) }()
+		*out = store.RetentionResult{}
+		t := s.txn(tx)
+		var maxID int64
+		if err := tx.QueryRowContext(t.ctx, sqlSweepMaxPartition).Scan(&maxID); err != nil {
+			return fmt.Errorf("partition cleanup: %w", err)
+		}
+		from := max(p.From, 1)
+		if from > maxID {
+			return nil
+		}
+		end := from + sweepWindow
+		rows, err := tx.QueryContext(t.ctx, sqlIdlePartitions, from, end, p.Tenant, p.IdleSince.UnixMilli(), limit)
+		if err != nil {
+			return fmt.Errorf("partition cleanup: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			for _, q := range []string{sqlIdleDeleteLanes, sqlIdleDeleteDeadLetters, sqlIdleDeletePartition} {
+				if _, err := tx.ExecContext(t.ctx, q, id); err != nil {
+					return fmt.Errorf("partition cleanup: %w", err)
+				}
+			}
+		}
+		if len(ids) > 0 {
+			t.cache.reset() // cached partition rows may be gone
+		}
+		out.Removed = len(ids)
+		switch {
+		case len(ids) == limit:
+			out.Next = ids[len(ids)-1] + 1
+		case end <= maxID:
+			out.Next = end
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RetentionHistory reads the history through the read-only connections.
+func (s *Store) RetentionHistory(ctx context.Context, p *store.RetentionHistoryParams) ([]store.RetentionHistoryEntry, error) {
+	rows, err := s.reader.QueryContext(ctx, sqlHistory, p.Since.UnixMilli(), p.Tenant, p.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("read retention history: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RetentionHistoryEntry
+	for rows.Next() {
+		var e store.RetentionHistoryEntry
+		var kind string
+		var minute int64
+		if err := rows.Scan(&e.Tenant, &e.Queue, &kind, &minute, &e.Count); err != nil {
+			return nil, err
+		}
+		e.Kind, e.Minute = store.RetentionKind(kind), time.UnixMilli(minute).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// RetentionHistoryPrune forgets the history before p.Before.
+func (s *Store) RetentionHistoryPrune(ctx context.Context, p *store.RetentionHistoryPruneParams) (int, error) {
+	var n int64
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlHistoryPrune, p.Before.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("prune retention history: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}
+
+// QueueOptionsGet reads options through the read-only connections, so it
+// never waits behind the writer.
+func (s *Store) QueueOptionsGet(ctx context.Context, p *store.QueueOptionsGetParams) (map[string]store.QueueOptions, error) {
+	names, err := json.Marshal(p.Names)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.reader.QueryContext(ctx, sqlQueueOptionsGet, store.TenantOrDefault(p.Tenant), string(names))
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: read queue options: %w", store.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	out := make(map[string]store.QueueOptions, len(p.Names))
+	for rows.Next() {
+		var name, opts string
+		if err := rows.Scan(&name, &opts); err != nil {
+			return nil, err
+		}
+		o, err := store.DecodeQueueOptions([]byte(opts))
+		if err != nil {
+			return nil, fmt.Errorf("queue %q: %w", name, err)
+		}
+		out[name] = o
+	}
+	return out, rows.Err()
+}
