@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -241,4 +242,19 @@ func CycleAckReason(verdict string) string {
 		return "the ack did not apply"
 	}
 	return verdict
+}
+
+// CyclePushRefused returns the failure of a cycle one of whose pushes was
+// not stored (a queue full), or nil when every push was queued or is a
+// duplicate (which a cycle accepts: deterministic output ids are meant to
+// be idempotent).
+func CyclePushRefused(items []PushItem, res []PushResult) *StreamCycleError {
+	for i, r := range res {
+		if r.Status != PushQueued && r.Status != PushDuplicate {
+			it := items[i]
+			return &StreamCycleError{Reason: fmt.Sprintf("push of transactionId %s to queue %s partition %s failed: %s",
+				it.TransactionID, it.Queue, it.Partition, r.Error)}
+		}
+	}
+	return nil
 }

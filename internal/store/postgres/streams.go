@@ -208,6 +208,9 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 		if out.Pushes, err = t.push(entries); err != nil {
 			return nil, err
 		}
+		if refused := store.CyclePushRefused(p.Pushes, out.Pushes); refused != nil {
+			return nil, refused
+		}
 	}
 	if p.Ack != nil {
 		if out.Ack, err = t.streamAck(tenant, p, *queue); err != nil {

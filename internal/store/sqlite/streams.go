@@ -131,6 +131,9 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 		if out.Pushes, err = t.push(p.Pushes, p.Now); err != nil {
 			return nil, err
 		}
+		if refused := store.CyclePushRefused(p.Pushes, out.Pushes); refused != nil {
+			return nil, refused
+		}
 	}
 	if p.Ack != nil {
 		if out.Ack, err = t.streamAck(tenant, p, part); err != nil {

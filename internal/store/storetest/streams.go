@@ -422,6 +422,20 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		wantIDs(t, "the source after failed cycles (nothing acked, nothing pushed)", again, items...)
 	})
 
+	t.Run("PushRefusedFailsTheCycle", func(t *testing.T) {
+		s := setup(t, newStore)
+		q := Register(t, s, reg).QueryID
+		Configure(t, s, "totals", Options(func(o *store.QueueOptions) { o.MaxSize = 1 }))
+		PushItems(t, s, T0, Item("totals", "p", 0))
+		pid := NewID()
+		over := Item("totals", "p", 1)
+		cycleFails(t, s, store.StreamCycleParams{QueryID: q, PartitionID: pid,
+			StateOps: []store.StreamStateOp{Upsert("k", "1")}, Pushes: []store.PushItem{over}},
+			fmt.Sprintf("push of transactionId %s to queue totals partition p failed: %s", over.TransactionID,
+				store.QueueFullError(1)))
+		wantState(t, "state after a push the queue refused", stateOf(t, s, store.StreamStateGetParams{QueryID: q, PartitionID: pid}))
+	})
+
 	t.Run("Replay", func(t *testing.T) {
 		s := setup(t, newStore)
 		q := Register(t, s, reg).QueryID
