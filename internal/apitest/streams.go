@@ -1,15 +1,20 @@
 package apitest
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/queen-go/queen/internal/auth"
+	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/store"
 )
 
 // The stream routes as Queen's stream SDKs call them (management.md §1.6
@@ -590,6 +595,53 @@ func (s *suite) testStreams(t *testing.T) {
 		c.cycleFails(t, map[string]any{"query_id": ids[0], "partition_id": pid}, "Query not found")
 		if again := c.register(t, names[0], src, "", "other", false); !again.Fresh || again.QueryID == ids[0] {
 			t.Fatalf("registering a deleted query's name: %+v, want a fresh query", again)
+		}
+	})
+
+	t.Run("queue options apply to a cycle's pushes", func(t *testing.T) {
+		t.Parallel()
+		st := s.newStore(t)
+		sealed, full := uniq("sealed-sink"), uniq("full-sink")
+		if _, err := st.QueueConfigure(context.Background(), &store.QueueConfigureParams{Name: sealed, Now: time.Now(),
+			Options: func() store.QueueOptions { o := store.DefaultQueueOptions(); o.EncryptionEnabled = true; return o }()}); err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(StartServer(t, st, server.Config{Version: "0.0.0-apitest", Encryption: keyring(t, testKeyNew)}))
+		t.Cleanup(c.hc.CloseIdleConnections)
+		q := c.register(t, uniq("counts"), uniq("events"), sealed, "h", false).QueryID
+		pid := "0190f0c8-7777-7000-8000-000000000001"
+		c.cycleOK(t, map[string]any{"query_id": q, "partition_id": pid,
+			"push_items": []any{item(sealed, map[string]any{"card": "4111-cycle-plaintext-marker"})}})
+		stored := storedPayloads(t, st, sealed)
+		if len(stored) != 1 || bytes.Contains(stored[0], []byte("plaintext-marker")) || !crypt.Sealed(stored[0]) {
+			t.Fatalf("a cycle's push to an encrypted queue stored %s, want the sealed shape", stored)
+		}
+		c.configure(t, full, map[string]any{"maxSize": 1})
+		c.push(t, item(full, 1))
+		c.cycleFails(t, map[string]any{"query_id": q, "partition_id": pid,
+			"state_ops":  []any{map[string]any{"type": "upsert", "key": "k", "value": 1}},
+			"push_items": []any{item(full, 2, "transactionId", "over")}},
+			"push of transactionId over to queue "+full+" partition Default failed: queue full (maxSize 1)")
+		wantRows(t, "state after a push refused by maxSize", c.state(t, map[string]any{"query_id": q, "partition_id": pid}))
+
+		// A broker without a key never stores a sealing queue's payload in
+		// plaintext: the cycle fails whole.
+		st2 := s.newStore(t)
+		if _, err := st2.QueueConfigure(context.Background(), &store.QueueConfigureParams{Name: sealed, Now: time.Now(),
+			Options: func() store.QueueOptions { o := store.DefaultQueueOptions(); o.EncryptionEnabled = true; return o }()}); err != nil {
+			t.Fatal(err)
+		}
+		keyless := newClient(StartServer(t, st2, server.Config{Version: "0.0.0-apitest"}))
+		t.Cleanup(keyless.hc.CloseIdleConnections)
+		q2 := keyless.register(t, uniq("counts"), uniq("events"), sealed, "h", false).QueryID
+		keyless.cycleFails(t, map[string]any{"query_id": q2, "partition_id": pid,
+			"state_ops":  []any{map[string]any{"type": "upsert", "key": "k", "value": 1}},
+			"push_items": []any{item(sealed, map[string]any{"card": "4111-cycle-plaintext-marker"}, "transactionId", "out-1")}},
+			"push of transactionId out-1: queue "+sealed+" encrypts its payloads (encryptionEnabled) and this broker has no "+
+				"QUEEN_ENCRYPTION_KEY: not stored")
+		wantRows(t, "state after a refused seal", keyless.state(t, map[string]any{"query_id": q2, "partition_id": pid}))
+		if stored := storedPayloads(t, st2, sealed); len(stored) != 0 {
+			t.Fatalf("a keyless broker stored %s", stored)
 		}
 	})
 

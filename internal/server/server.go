@@ -168,7 +168,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
 	s.sampler = newSampler(cfg, st, m, sp, log)
 	watchStore(cfg, m, st, ctl, sp)
-	sx := streams.New(st, streams.Config{Logger: log, Metrics: m, Wake: b.Notify})
+	sx := streams.New(st, streams.Config{Logger: log, Metrics: m, Seal: b.SealItems, Wake: b.Notify})
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: m, Streams: sx, Version: cfg.Version,

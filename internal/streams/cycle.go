@@ -94,6 +94,17 @@ func (s *Streams) Cycle(ctx context.Context, c broker.Caller, cy *Cycle) (*Cycle
 		}
 	}
 	prepare(cy.Pushes, c.Subject, tenant)
+	if s.seal != nil && len(cy.Pushes) > 0 {
+		// Encryption at rest: a sink queue that encrypts its payloads gets
+		// them sealed, or the cycle fails (nothing is stored in plaintext).
+		reason, err := s.seal(ctx, cy.Pushes)
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			return &CycleResult{Error: reason, Pushes: []PushVerdict{}}, nil
+		}
+	}
 	p := &store.StreamCycleParams{
 		ConsumerGroup: cy.ConsumerGroup, Now: s.now(), PartitionID: cy.PartitionID, Pushes: cy.Pushes,
 		QueryID: cy.QueryID, ReleaseLease: cy.ReleaseLease, StateOps: cy.StateOps, Tenant: tenant,

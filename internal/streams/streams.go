@@ -41,6 +41,11 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Seal seals, in place, the payloads of the items a cycle pushes to
+	// queues that encrypt them, as the broker does for a push
+	// (broker.SealItems); it returns why an item cannot be sealed, or "".
+	// nil seals nothing.
+	Seal func(ctx context.Context, items []store.PushItem) (reason string, err error)
 	// Wake wakes long polls waiting on the given queues (store.QueueKey):
 	// the sink queues a cycle pushed to, the source queue whose lease a
 	// cycle released. nil wakes nobody.
@@ -53,6 +58,7 @@ type Streams struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics // nil: none
 	now     func() time.Time
+	seal    func(ctx context.Context, items []store.PushItem) (string, error) // nil: none
 	wake    func(keys ...string)
 
 	purge *service.Loop // frees dropped state
@@ -60,7 +66,7 @@ type Streams struct {
 
 // New returns the stream service over st.
 func New(st store.Store, cfg Config) *Streams {
-	s := &Streams{store: st, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, wake: cfg.Wake}
+	s := &Streams{store: st, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, seal: cfg.Seal, wake: cfg.Wake}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -132,3 +132,29 @@ func TestRegisterMismatch(t *testing.T) {
 		t.Errorf("mismatch text %q", err)
 	}
 }
+
+func TestCycleSealsPushes(t *testing.T) {
+	f := &fakeStore{result: &store.StreamCycleResult{Pushes: []store.PushResult{{Status: store.PushQueued}}}}
+	var sealed []store.PushItem
+	reason := ""
+	s := New(f, Config{Seal: func(ctx context.Context, items []store.PushItem) (string, error) {
+		sealed = items
+		for i := range items {
+			items[i].Payload = []byte(`"sealed"`)
+		}
+		return reason, nil
+	}})
+	cy := &Cycle{QueryID: "q", PartitionID: "p", Pushes: []store.PushItem{{Queue: "sink", Payload: []byte("1")}}}
+	if res, err := s.Cycle(context.Background(), broker.Caller{}, cy); err != nil || !res.Success {
+		t.Fatalf("Cycle: %+v, %v", res, err)
+	}
+	if len(sealed) != 1 || sealed[0].Tenant != store.DefaultTenant || string(f.cycle.Pushes[0].Payload) != `"sealed"` {
+		t.Fatalf("sealed %+v, stored %+v: want the prepared items sealed before the store", sealed, f.cycle.Pushes)
+	}
+	reason, f.cycle = "queue sink encrypts its payloads", nil
+	res, err := s.Cycle(context.Background(), broker.Caller{}, &Cycle{QueryID: "q", PartitionID: "p",
+		Pushes: []store.PushItem{{Queue: "sink", Payload: []byte("1")}}})
+	if err != nil || res.Success || res.Error != reason || f.cycle != nil {
+		t.Fatalf("a push that cannot be sealed: %+v, %v (store reached: %v); want a failed cycle", res, err, f.cycle != nil)
+	}
+}
