@@ -523,6 +523,30 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 			PartitionID: k[0].PartitionID}), "a=1")
 	})
 
+	t.Run("IdlePartitionRemoved", func(t *testing.T) {
+		s := setup(t, newStore)
+		q := Register(t, s, reg).QueryID
+		Configure(t, s, "events", retention(1))
+		PushAt(t, s, At(0), "events", "idle", 1)
+		m, _ := popStream(t, s, "events", "idle", "probe", At(time.Second))
+		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: m[0].PartitionID,
+			StateOps: []store.StreamStateOp{Upsert("a", "1"), Upsert("b", "2")}})
+		drain(t, s, "events", store.QueueMode, At(time.Second))
+		Sweep(t, s, store.RetentionExpired, At(time.Minute), 100)
+		now := At(10 * 24 * time.Hour)
+		r, err := s.RetentionPartitions(ctx, &store.RetentionPartitionsParams{IdleSince: now.Add(-5 * 24 * time.Hour),
+			Limit: 100, Now: now})
+		if err != nil || r.Removed == 0 {
+			t.Fatalf("RetentionPartitions: %+v, %v; want the idle partitions removed", r, err)
+		}
+		if size := querySize(t, s, "", "counts"); size != (store.StreamStateSize{}) {
+			t.Fatalf("state size after its partition was removed as idle: %+v, want none", size)
+		}
+		if n := purgeAll(t, s); n != 2 {
+			t.Fatalf("purge freed %d rows, want the removed partition's 2", n)
+		}
+	})
+
 	t.Run("ConcurrentCyclesSerialise", func(t *testing.T) {
 		const (
 			workers = 8

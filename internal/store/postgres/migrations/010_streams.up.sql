@@ -65,8 +65,8 @@ CREATE TABLE streams_purge (
     PRIMARY KEY (state_key, partition_id)
 );
 
--- Partitions are deleted with their queue: their shards go with them in the
--- same statement, so the state of a deleted queue's partitions stops
+-- Partitions are deleted with their queue, or alone when idle (retention):
+-- their shards go with them in the same statement, so their state stops
 -- counting at once and is freed by the purge. One statement-level trigger
 -- per deletion, however many partitions it deletes.
 CREATE FUNCTION streams_partitions_deleted() RETURNS trigger LANGUAGE plpgsql

@@ -64,9 +64,10 @@ CREATE TABLE streams_purge (
     PRIMARY KEY (state_key, partition_id)
 ) WITHOUT ROWID;
 
--- A deleted queue's partitions are detached (queue_id made negative) in the
--- deletion's own job: their shards go with them, so the state of a deleted
--- queue's partitions stops counting at once and is freed by the purge.
+-- A partition that goes takes its shards with it, so its state stops
+-- counting at once and is freed by the purge: a deleted queue's partitions
+-- are detached (queue_id made negative) in the deletion's own job, and an
+-- idle partition (retention) is deleted outright.
 CREATE TRIGGER streams_partition_detached AFTER UPDATE OF queue_id ON partitions
 WHEN NEW.queue_id < 0 AND OLD.queue_id > 0
 BEGIN
@@ -74,4 +75,12 @@ BEGIN
         SELECT state_key, partition_id, 0 FROM streams_shards WHERE partition_id = NEW.uuid
         ON CONFLICT DO NOTHING;
     DELETE FROM streams_shards WHERE partition_id = NEW.uuid;
+END;
+CREATE TRIGGER streams_partition_deleted AFTER DELETE ON partitions
+WHEN OLD.queue_id > 0
+BEGIN
+    INSERT INTO streams_purge (state_key, partition_id, queued_at)
+        SELECT state_key, partition_id, 0 FROM streams_shards WHERE partition_id = OLD.uuid
+        ON CONFLICT DO NOTHING;
+    DELETE FROM streams_shards WHERE partition_id = OLD.uuid;
 END;
