@@ -22,6 +22,7 @@ import (
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/metrics"
+	"github.com/queen-go/queen/internal/streams"
 )
 
 // Defaults of Config fields left zero.
@@ -53,6 +54,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// Metrics counts requests per route name; nil creates a private set.
 	Metrics *metrics.Metrics
+	// Streams serves Queen's stream routes (/streams/v1) and the stream
+	// queries of the control plane.
+	Streams *streams.Streams
 	// Version is reported by /health.
 	Version string
 
@@ -98,6 +102,7 @@ type api struct {
 	minRate      int64
 	prom         http.Handler // the registry in the Prometheus text format
 	readTimeout  time.Duration
+	streams      *streams.Streams
 	tenancy      bool
 	version      string
 	writeTimeout time.Duration
@@ -115,6 +120,7 @@ func newAPI(cfg Config) *api {
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
 		metrics: cfg.Metrics,
+		streams: cfg.Streams,
 		tenancy: cfg.TenancyEnabled,
 		version: cfg.Version,
 		cors:    newCORS(cfg.CORSAllowOrigins),

@@ -182,6 +182,7 @@ func (a *api) routes() []route {
 		a.probeRoutes(),
 		a.identityRoutes(),
 		a.messageControlRoutes(),
+		a.streamRoutes(),
 	)
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/streams"
 )
 
 // Defaults of the HTTP limits (Config fields left zero).
@@ -167,9 +168,10 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
 	s.sampler = newSampler(cfg, st, m, sp, log)
 	watchStore(cfg, m, st, ctl, sp)
+	sx := streams.New(st, streams.Config{Logger: log, Metrics: m, Seal: b.SealItems, Wake: b.Notify})
 	handler := httpapi.New(httpapi.Config{
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
-		Metrics: m, Version: cfg.Version,
+		Metrics: m, Streams: sx, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		Exposed: s.exposed.Load,
@@ -184,7 +186,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.log = log
 	s.spool = sp
 	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		[]service.Service{listener, s.sampler})...)
+		sx.Services(), []service.Service{listener, s.sampler})...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,

@@ -58,6 +58,7 @@ type Store interface {
 	QueueStore
 	RetentionStore // retention, eviction and idle-partition sweeps
 	SettingStore
+	StreamStore
 	TraceStore
 	StatsStore
 	TxStore

@@ -179,6 +179,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
+		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,
 	} {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {

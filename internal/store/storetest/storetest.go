@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("DLQ", func(t *testing.T) { runDLQ(t, newStore) })
 	t.Run("Traces", func(t *testing.T) { runTraces(t, newStore) })
 	t.Run("Stats", func(t *testing.T) { runStats(t, newStore) })
+	t.Run("Streams", func(t *testing.T) { runStreams(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Options", func(t *testing.T) { runOptions(t, newStore) })     // options.go
 	t.Run("Retention", func(t *testing.T) { runRetention(t, newStore) }) // retention.go
