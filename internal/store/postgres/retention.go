@@ -165,6 +165,10 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 		return fmt.Errorf("retention sweep: list partitions: %w", err)
 	}
 	for _, sp := range parts {
+		if sw.budget <= 0 {
+			out.Next = sp.id // the budget ran out: the next step starts here
+			return nil
+		}
 		more, err := sw.partition(sp)
 		if err != nil {
 			return err

@@ -138,6 +138,10 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 		return err
 	}
 	for _, sp := range parts {
+		if sw.budget <= 0 {
+			out.Next = sp.id // the budget ran out: the next step starts here
+			return nil
+		}
 		more, err := sw.partition(sp)
 		if err != nil {
 			return err
