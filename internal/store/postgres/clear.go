@@ -21,7 +21,9 @@ const (
 	// until commit, so last_offset is final and ready is exact.
 	sqlClearPartitions = `SELECT id, last_offset - cleared_offset FROM partitions
 		WHERE queue_id = $1 AND ($2 = '' OR name = $2) ORDER BY id FOR NO KEY UPDATE`
-	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset WHERE id = ANY($1::bigint[])`
+	// A group joining later starts after the cleared messages too.
+	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, floor_offset = greatest(floor_offset, last_offset)
+		WHERE id = ANY($1::bigint[])`
 	// Every lane of the partitions, locked in key order as acks lock them,
 	// moves to the end; leases and retry counters go.
 	sqlClearLanesLock = `SELECT 1 FROM lanes WHERE partition_id = ANY($1::bigint[])

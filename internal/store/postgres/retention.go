@@ -29,7 +29,7 @@ const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
 	// The partitions of window [$1, $2) whose queue (of tenant $3, or any)
 	// asks for the sweep; the option filter is appended per kind.
-	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.deleted_offset, q.tenant, q.name, q.options
+	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.cleared_offset, q.tenant, q.name, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE p.id >= $1 AND p.id < $2 AND ($3 = '' OR q.tenant = $3) AND `
 	sqlSweepFilterExpired = `COALESCE((q.options->>'retentionEnabled')::boolean, false)
@@ -46,12 +46,15 @@ const (
 			head_attempts, retry_at
 		FROM lanes WHERE partition_id = $1 ORDER BY consumer_group`
 	sqlSweepLanesLock         = sqlSweepLanes + ` FOR UPDATE`
-	sqlSweepPartitionLock     = `SELECT floor_offset, last_offset FROM partitions WHERE id = $1 FOR NO KEY UPDATE`
+	sqlSweepPartitionLock     = `SELECT floor_offset, cleared_offset, last_offset FROM partitions WHERE id = $1 FOR NO KEY UPDATE`
 	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = $1 AND seq > $2 AND seq <= $3`
 	sqlSweepDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = $1 AND message_seq <= $2`
 	sqlSweepFloor             = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2) WHERE id = $1`
-	sqlSweepDeleted           = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2),
-		deleted_offset = greatest(deleted_offset, $2) WHERE id = $1`
+	// Retention deleted partition $1's messages up to offset $2: the floor
+	// of what is gone moves past them, as a clear moves it (the figures are
+	// offsets above it).
+	sqlSweepDeleted = `UPDATE partitions SET cleared_offset = greatest(cleared_offset, $2),
+		floor_offset = greatest(floor_offset, $2) WHERE id = $1`
 	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
 		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = retention_history.count + excluded.count`
@@ -132,7 +135,7 @@ type sweep struct {
 // sweepPartition is a partition a sweep visits.
 type sweepPartition struct {
 	id, floor int64
-	deleted   int64 // every message up to it is deleted
+	cleared   int64 // every message up to it is gone
 	queue     queueName
 	opts      store.QueueOptions
 }
@@ -151,7 +154,7 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 	var sp sweepPartition
 	var opts []byte
 	rows, _ := sw.tx.Query(sw.ctx, sqlSweepPartitions+filter, from, end, p.Tenant)
-	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.deleted, &sp.queue.tenant, &sp.queue.name, &opts},
+	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.cleared, &sp.queue.tenant, &sp.queue.name, &opts},
 		func() error {
 			o, err := store.DecodeQueueOptions(opts)
 			if err != nil {
@@ -224,10 +227,11 @@ func (sw *sweep) lanes(pid int64, lock bool) ([]laneRow, error) {
 }
 
 // lock locks the partition row (as a push does, before its lanes) and
-// returns its last offset.
-func (sw *sweep) lock(pid int64) (int64, error) {
-	var floor, last int64
-	if err := sw.tx.QueryRow(sw.ctx, sqlSweepPartitionLock, pid).Scan(&floor, &last); err != nil {
+// refreshes sp from it (a clear may have moved its floors since it was
+// read); it returns the partition's last offset.
+func (sw *sweep) lock(sp *sweepPartition) (int64, error) {
+	var last int64
+	if err := sw.tx.QueryRow(sw.ctx, sqlSweepPartitionLock, sp.id).Scan(&sp.floor, &sp.cleared, &last); err != nil {
 		return 0, fmt.Errorf("retention sweep: lock partition: %w", err)
 	}
 	return last, nil
@@ -289,11 +293,11 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, _, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
+	offs, _, err := sw.old(sp.id, sp.cleared, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
-	lastOffset, err := sw.lock(sp.id)
+	lastOffset, err := sw.lock(&sp)
 	if err != nil {
 		return false, err
 	}
@@ -306,12 +310,12 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, more, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
+	offs, more, err := sw.old(sp.id, sp.cleared, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
 	last := offs[len(offs)-1]
-	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.deleted, last)
+	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.cleared, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
 	}
@@ -353,7 +357,7 @@ func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
 	if offs, _, err := sw.old(sp.id, lo, cutoff, 0, 1); err != nil || len(offs) == 0 {
 		return false, err
 	}
-	lastOffset, err := sw.lock(sp.id)
+	lastOffset, err := sw.lock(&sp)
 	if err != nil {
 		return false, err
 	}

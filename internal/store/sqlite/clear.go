@@ -18,7 +18,9 @@ const (
 	sqlClearList = `INSERT INTO clear_partitions (partition_id, queued_at)
 		SELECT id, ?3 FROM partitions WHERE queue_id = ?1 AND (?2 = 0 OR id = ?2) AND last_offset > cleared_offset
 		ON CONFLICT DO NOTHING`
-	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, message_count = 0
+	// A group joining later starts after the cleared messages too.
+	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, floor_offset = max(floor_offset, last_offset),
+			message_count = 0
 		WHERE queue_id = ?1 AND (?2 = 0 OR id = ?2)`
 	// After sqlClearMark: every lane moves to the end (which the lanes
 	// trigger, seeing nothing above the new cleared offset, counts as 0).

@@ -1,0 +1,22 @@
+-- One floor for the messages that are gone, and figures that leave out
+-- every message that is gone (docs/decisions.md, "What the figures count").
+--
+-- partitions.cleared_offset: every message at or below it is gone, cleared
+-- (DELETE /api/v1/queues/:queue/clear; its rows are freed afterwards) or
+-- deleted by retention, which removes a prefix of the partition at once and
+-- so advances the same floor. Nothing reads below it, the figures leave it
+-- out, no cursor is below it. It replaces partitions.deleted_offset (008),
+-- which meant the same for retention alone.
+--
+-- partitions.floor_offset: where a group joining later starts. It is at or
+-- above cleared_offset; above it by what eviction moved to the dead-letter
+-- queue, which stays readable there until retention deletes it.
+UPDATE partitions SET cleared_offset = greatest(cleared_offset, deleted_offset),
+    floor_offset = greatest(floor_offset, cleared_offset, deleted_offset)
+WHERE deleted_offset > cleared_offset OR floor_offset < cleared_offset;
+ALTER TABLE partitions DROP COLUMN deleted_offset;
+
+-- A seek to the beginning after retention could leave a cursor below what
+-- retention deleted: lift it (it passes no message).
+UPDATE lanes l SET cursor = p.cleared_offset FROM partitions p
+WHERE p.id = l.partition_id AND l.cursor < p.cleared_offset;
