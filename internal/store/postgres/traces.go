@@ -20,9 +20,9 @@ import (
 // therefore sees every trace of that name committed before it.
 
 const (
-	// The message a trace is for: its partition.
+	// The message a trace is for (not a cleared one): its partition.
 	sqlTraceTarget = `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
-		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3
+		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3 AND m.seq > p.cleared_offset
 		WHERE p.uuid = $1 AND q.tenant = $2`
 	sqlTraceInsert = `INSERT INTO traces (uuid, partition_id, transaction_id, consumer_group, event_type, data,
 			worker_id, created_at)
@@ -50,7 +50,8 @@ const (
 		ORDER BY t.created_at, t.id`
 	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id = ANY($1::bigint[])
 		ORDER BY trace_id, name`
-	// A page of a name's traces, oldest first, of queues that still exist.
+	// A page of a name's traces, oldest first, of queues that still exist,
+	// with their message's payload while it can be read (not once cleared).
 	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
 			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name, m.payload
 		FROM trace_names n
@@ -58,6 +59,7 @@ const (
 		JOIN partitions p ON p.id = n.partition_id
 		JOIN queues q ON q.id = p.queue_id AND q.tenant = n.tenant
 		LEFT JOIN messages m ON m.partition_id = t.partition_id AND m.transaction_id = t.transaction_id
+			AND m.seq > p.cleared_offset
 		WHERE n.tenant = $1 AND n.name = $2
 		ORDER BY n.created_at, n.trace_id
 		LIMIT $3 OFFSET $4`

@@ -39,11 +39,12 @@ const (
 		ORDER BY created_at, id`
 	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id IN (SELECT value FROM json_each(?))
 		ORDER BY trace_id, name`
-	// A page of a name's traces, oldest first, of queues that still exist.
+	// A page of a name's traces, oldest first, of queues that still exist,
+	// with their message's payload while it can be read (not once cleared).
 	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
 			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name,
 			(SELECT m.payload FROM messages m WHERE m.partition_id = t.partition_id
-				AND m.transaction_id = t.transaction_id)
+				AND m.transaction_id = t.transaction_id AND m.seq > p.cleared_offset)
 		FROM trace_names n INDEXED BY trace_names_by_name
 		JOIN traces t ON t.id = n.trace_id
 		JOIN partitions p ON p.id = n.partition_id
