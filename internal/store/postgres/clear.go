@@ -98,8 +98,8 @@ func (s *Store) QueueClear(ctx context.Context, p *store.QueueClearParams) (*sto
 	return out, nil
 }
 
-// QueueClearPurge frees up to p.Limit rows of cleared messages and their
-// dead letters, in one transaction that does not wait for its WAL flush (a
+// QueueClearPurge frees up to p.Limit rows of cleared messages, their traces
+// and their dead letters, in one transaction that does not wait for its WAL flush (a
 // purge lost to a crash is simply done again).
 func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
 	limit := p.Limit
@@ -123,6 +123,16 @@ func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) 
 		for _, e := range list {
 			done := true
 			if e.upTo >= 0 {
+				// The traces of the messages about to go, first.
+				n, err := t.deleteTracesBetween(e.pid, -1, e.upTo, budget, budget)
+				if err != nil {
+					return fmt.Errorf("purge: %w", err)
+				}
+				budget -= n
+				out.Deleted += n
+				if budget <= 0 {
+					break
+				}
 				for _, q := range []string{sqlClearPurgeMessages, sqlClearPurgeDeadLetters} {
 					tag, err := t.tx.Exec(t.ctx, q, e.pid, e.upTo, budget)
 					if err != nil {

@@ -366,7 +366,7 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		if err := t.execBatch(b); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := t.deleteTraces(part.id, msg.transactionID, math.MaxInt32); err != nil {
+		if _, err := t.deleteTraces(part.id, []string{msg.transactionID}, math.MaxInt32); err != nil {
 			return err
 		}
 		return t.skipDeleted(part, msg.seq)

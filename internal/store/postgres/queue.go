@@ -286,7 +286,7 @@ func (t *txn) purgePartition(pid int64, budget int) (bool, int, error) {
 			return false, deleted, nil
 		}
 	}
-	n, err := t.deleteTraces(pid, "", budget-deleted)
+	n, err := t.deleteTraces(pid, nil, budget-deleted)
 	if deleted += n; err != nil || deleted >= budget {
 		return false, deleted, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -315,6 +316,11 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 		return false, err
 	}
 	last := offs[len(offs)-1]
+	// Their traces go first (found through the messages), like their dead
+	// letters outside the step's budget, which counts messages.
+	if _, err := sw.deleteTracesBetween(sp.id, sp.cleared, last, len(offs), math.MaxInt32); err != nil {
+		return false, fmt.Errorf("retention sweep: %w", err)
+	}
 	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.cleared, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)

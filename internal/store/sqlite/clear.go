@@ -36,8 +36,10 @@ const (
 	sqlClearPurgeNext = `SELECT c.partition_id, COALESCE((SELECT CASE WHEN p.queue_id > 0 THEN p.cleared_offset ELSE -1 END
 			FROM partitions p WHERE p.id = c.partition_id), -1)
 		FROM clear_partitions c ORDER BY c.partition_id LIMIT 16`
+	// Oldest first, so that the traces deleted before are those of the
+	// messages deleted (deleteTracesBetween).
 	sqlClearPurgeMessages = `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages
-		WHERE partition_id = ?1 AND seq <= ?2 AND seq < (SELECT max(seq) FROM messages) LIMIT ?3)`
+		WHERE partition_id = ?1 AND seq <= ?2 AND seq < (SELECT max(seq) FROM messages) ORDER BY seq LIMIT ?3)`
 	sqlClearPurgeDeadLetters = `DELETE FROM dead_letters WHERE id IN
 		(SELECT id FROM dead_letters WHERE partition_id = ?1 AND message_seq <= ?2 LIMIT ?3)`
 	sqlClearPurgeDone = `DELETE FROM clear_partitions WHERE partition_id = ?1`
@@ -89,9 +91,9 @@ func (s *Store) QueueClear(ctx context.Context, p *store.QueueClearParams) (*sto
 	return out, nil
 }
 
-// QueueClearPurge frees up to p.Limit rows of cleared messages and their
-// dead letters in one writer job, so that the pushes and pops queued behind
-// it wait only for a short step.
+// QueueClearPurge frees up to p.Limit rows of cleared messages, their
+// traces and their dead letters in one writer job, so that the pushes and
+// pops queued behind it wait only for a short step.
 func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -122,6 +124,16 @@ func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) 
 		for _, e := range list {
 			done := true
 			if e.upTo >= 0 {
+				// The traces of the messages about to go, first.
+				n, err := deleteTracesBetween(ctx, tx, e.pid, -1, e.upTo, budget, budget)
+				if err != nil {
+					return fmt.Errorf("purge: %w", err)
+				}
+				budget -= n
+				out.Deleted += n
+				if budget <= 0 {
+					break
+				}
 				for _, q := range []string{sqlClearPurgeMessages, sqlClearPurgeDeadLetters} {
 					res, err := tx.ExecContext(ctx, q, e.pid, e.upTo, budget)
 					if err != nil {

@@ -453,7 +453,7 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		if _, err := tx.ExecContext(t.ctx, sqlCtlDeleteDeadLetters, part.id, msg.seq); err != nil {
 			return fmt.Errorf("delete dead letters: %w", err)
 		}
-		if _, err := deleteTraces(t.ctx, tx, part.id, msg.transactionID, math.MaxInt32); err != nil {
+		if _, err := deleteTraces(t.ctx, tx, part.id, []string{msg.transactionID}, math.MaxInt32); err != nil {
 			return err
 		}
 		if err := keepRowid(t.ctx, tx, msg.seq); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
@@ -276,6 +277,11 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 		return false, err
 	}
 	last := offs[len(offs)-1]
+	// Their traces go first (found through the messages), like their dead
+	// letters outside the step's budget, which counts messages.
+	if _, err := deleteTracesBetween(sw.ctx, sw.tx, sp.id, sp.cleared, last, len(offs), math.MaxInt32); err != nil {
+		return false, fmt.Errorf("retention sweep: %w", err)
+	}
 	res, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.cleared, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
