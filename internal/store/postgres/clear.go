@@ -19,11 +19,14 @@ const (
 	// Its partitions ($1 queue id, $2 one name or ''), locked as a push
 	// locks them (by id, FOR NO KEY UPDATE): no push is in flight on them
 	// until commit, so last_offset is final and ready is exact.
-	sqlClearPartitions = `SELECT id, last_offset - cleared_offset FROM partitions
+	sqlClearPartitions = `SELECT id, last_offset - cleared_offset - gaps FROM partitions
 		WHERE queue_id = $1 AND ($2 = '' OR name = $2) ORDER BY id FOR NO KEY UPDATE`
 	// A group joining later starts after the cleared messages too.
-	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, floor_offset = greatest(floor_offset, last_offset)
+	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, floor_offset = greatest(floor_offset, last_offset),
+			gaps = 0
 		WHERE id = ANY($1::bigint[])`
+	// Gaps at or below the cleared offset count no more (migration 011).
+	sqlClearGaps = `DELETE FROM message_gaps WHERE partition_id = ANY($1::bigint[])`
 	// Every lane of the partitions, locked in key order as acks lock them,
 	// moves to the end; leases and retry counters go.
 	sqlClearLanesLock = `SELECT 1 FROM lanes WHERE partition_id = ANY($1::bigint[])
@@ -84,6 +87,7 @@ func (s *Store) QueueClear(ctx context.Context, p *store.QueueClearParams) (*sto
 		out.Partitions = len(ids)
 		b := &pgx.Batch{}
 		b.Queue(sqlClearMark, ids)
+		b.Queue(sqlClearGaps, ids)
 		b.Queue(sqlClearLanesLock, ids)
 		b.Queue(sqlClearLanes, ids)
 		b.Queue(sqlClearList, held, p.Now.UnixMilli())

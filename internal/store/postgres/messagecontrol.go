@@ -88,7 +88,12 @@ const (
 
 	sqlCtlDeleteMessage     = `DELETE FROM messages WHERE partition_id = $1 AND seq = $2`
 	sqlCtlDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = $1 AND message_seq = $2`
-	sqlCtlLaneSave          = `UPDATE lanes SET cursor = $3, lease_id = NULLIF($4, ''), lease_expires_at = $5,
+	// The deleted message leaves a gap in its partition's offsets, which
+	// the figures take off (migration 011).
+	sqlCtlGapRecord = `WITH g AS (INSERT INTO message_gaps (partition_id, seq) VALUES ($1, $2)
+			ON CONFLICT DO NOTHING RETURNING 1)
+		UPDATE partitions SET gaps = gaps + (SELECT count(*) FROM g) WHERE id = $1`
+	sqlCtlLaneSave = `UPDATE lanes SET cursor = $3, lease_id = NULLIF($4, ''), lease_expires_at = $5,
 			batch_end = $6, head_attempts = $7, ready = $8::bigint > $3::bigint
 		WHERE partition_id = $1 AND consumer_group = $2`
 	sqlCtlDeadLetterHas = `SELECT EXISTS (SELECT 1 FROM dead_letters
@@ -363,6 +368,7 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		b := &pgx.Batch{}
 		b.Queue(sqlCtlDeleteMessage, part.id, msg.seq)
 		b.Queue(sqlCtlDeleteDeadLetters, part.id, msg.seq)
+		b.Queue(sqlCtlGapRecord, part.id, msg.seq)
 		if err := t.execBatch(b); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}

@@ -292,6 +292,7 @@ func (t *txn) purgePartition(pid int64, budget int) (bool, int, error) {
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlPurgeLanes, pid)
+	b.Queue(sqlPurgeGaps, pid)
 	b.Queue(sqlPurgeDone, pid)
 	if err := t.execBatch(b); err != nil {
 		return false, deleted, fmt.Errorf("purge: %w", err)

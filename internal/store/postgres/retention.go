@@ -53,9 +53,11 @@ const (
 	sqlSweepFloor             = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2) WHERE id = $1`
 	// Retention deleted partition $1's messages up to offset $2: the floor
 	// of what is gone moves past them, as a clear moves it (the figures are
-	// offsets above it).
-	sqlSweepDeleted = `UPDATE partitions SET cleared_offset = greatest(cleared_offset, $2),
-		floor_offset = greatest(floor_offset, $2) WHERE id = $1`
+	// offsets above it), and the gaps it passes count no more.
+	sqlSweepDeleted = `WITH g AS (DELETE FROM message_gaps WHERE partition_id = $1 AND seq <= $2 RETURNING 1)
+		UPDATE partitions SET cleared_offset = greatest(cleared_offset, $2), floor_offset = greatest(floor_offset, $2),
+			gaps = gaps - (SELECT count(*) FROM g)
+		WHERE id = $1`
 	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
 		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = retention_history.count + excluded.count`
@@ -77,6 +79,7 @@ const (
 		RETURNING p.id`
 	sqlIdleDeleteLanes       = `DELETE FROM lanes WHERE partition_id = ANY($1::bigint[])`
 	sqlIdleDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ANY($1::bigint[])`
+	sqlIdleDeleteGaps        = `DELETE FROM message_gaps WHERE partition_id = ANY($1::bigint[])`
 
 	sqlHistory = `SELECT tenant, queue, kind, minute, count FROM retention_history
 		WHERE minute >= $1 AND ($2 = '' OR tenant = $2) AND ($3 = '' OR queue = $3)
@@ -484,6 +487,7 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 			b := &pgx.Batch{}
 			b.Queue(sqlIdleDeleteLanes, ids)
 			b.Queue(sqlIdleDeleteDeadLetters, ids)
+			b.Queue(sqlIdleDeleteGaps, ids)
 			if err := t.execBatch(b); err != nil {
 				return fmt.Errorf("partition cleanup: %w", err)
 			}

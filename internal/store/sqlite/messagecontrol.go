@@ -420,7 +420,13 @@ func fillDetail(d *store.MessageDetail, part *ctlPartition, msg *ctlMessage, gro
 const (
 	sqlCtlDeleteMessage     = `DELETE FROM messages WHERE seq = ?`
 	sqlCtlDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ? AND message_seq = ?`
-	sqlCtlMaxSeq            = `SELECT COALESCE(max(seq), 0) FROM messages`
+	// The counters of migration 006 leave the deleted message ?2 of
+	// partition ?1 out at once: the partition held it, and the lanes whose
+	// cursor had passed it had counted it as consumed. (A lane moved over
+	// it later counts the messages it passes, and it is not one.)
+	sqlCtlUncountPartition = `UPDATE partitions SET message_count = max(0, message_count - 1) WHERE id = ?1`
+	sqlCtlUncountLanes     = `UPDATE lanes SET consumed = max(0, consumed - 1) WHERE partition_id = ?1 AND cursor >= ?2`
+	sqlCtlMaxSeq           = `SELECT COALESCE(max(seq), 0) FROM messages`
 	// A row that keeps the largest rowid in use after the message holding
 	// it was deleted (see keepRowid). Partition 0 does not exist, so
 	// nothing ever reads it; older ones are no longer needed.
@@ -453,6 +459,13 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		if _, err := tx.ExecContext(t.ctx, sqlCtlDeleteDeadLetters, part.id, msg.seq); err != nil {
 			return fmt.Errorf("delete dead letters: %w", err)
 		}
+		if _, err := tx.ExecContext(t.ctx, sqlCtlUncountPartition, part.id); err != nil {
+			return fmt.Errorf("count messages: %w", err)
+		}
+		if _, err := tx.ExecContext(t.ctx, sqlCtlUncountLanes, part.id, msg.seq); err != nil {
+			return fmt.Errorf("count messages: %w", err)
+		}
+		t.forgetUnconsumed(part.id) // maxSize counts it no more
 		if _, err := deleteTraces(t.ctx, tx, part.id, []string{msg.transactionID}, math.MaxInt32); err != nil {
 			return err
 		}

@@ -193,6 +193,81 @@ func runFigures(t *testing.T, newStore func(t *testing.T) store.Store) {
 			map[string]groupFigures{"g": {Consumed: 2, Lag: 1}, "h": {Consumed: 3}})
 	})
 
+	t.Run("AfterSingleDeletes", func(t *testing.T) {
+		ctx := context.Background()
+		s := setup(t, newStore)
+		configureIn(t, s, "q", "ns", store.DefaultQueueOptions())
+		ms := pushSeries(t, s, T0, "q", "p", 5)
+		now := At(10 * time.Second)
+		consume(t, s, "q", "p", "g", 2, now)
+		consume(t, s, "q", "p", "h", 5, now)
+		k := PopParams("q", "k", now) // k leases all five
+		k.Batch = 5
+		if got := Pop(t, s, k); len(got) != 5 {
+			t.Fatalf("k popped %d", len(got))
+		}
+		wantFigures(t, s, "q", now, store.MessageCounts{Total: 5, Pending: 3, Processing: 5, Completed: 5},
+			map[string]groupFigures{"g": {Consumed: 2, Lag: 3}, "h": {Consumed: 5}, "k": {Lag: 5}})
+
+		// One that g and h consumed, one that only h did, and the newest.
+		for _, i := range []int{1, 3, 4} {
+			if ok, err := s.MessageDelete(ctx, &store.MessageDeleteParams{MessageRef: ms[i].ref(), Now: now}); !ok || err != nil {
+				t.Fatalf("MessageDelete: %v %v", ok, err)
+			}
+		}
+		wantFigures(t, s, "q", now, store.MessageCounts{Total: 2, Pending: 1, Processing: 2, Completed: 2},
+			map[string]groupFigures{"g": {Consumed: 1, Lag: 1}, "h": {Consumed: 2}, "k": {Lag: 2}})
+		// g reads the one left for it, over the gaps.
+		p := PopParams("q", "g", now)
+		p.Batch = 10
+		got := Pop(t, s, p)
+		wantIDs(t, "g after the deletes", got, ms[2].PushItem)
+		ackAll(t, s, now, "g", p.LeaseID, got)
+		wantFigures(t, s, "q", now, store.MessageCounts{Total: 2, Processing: 2, Completed: 2},
+			map[string]groupFigures{"g": {Consumed: 2}, "h": {Consumed: 2}, "k": {Lag: 2}})
+		// Deleting the rest empties the partition.
+		for _, i := range []int{0, 2} {
+			if ok, err := s.MessageDelete(ctx, &store.MessageDeleteParams{MessageRef: ms[i].ref(), Now: now}); !ok || err != nil {
+				t.Fatalf("MessageDelete: %v %v", ok, err)
+			}
+		}
+		wantFigures(t, s, "q", now, store.MessageCounts{}, map[string]groupFigures{"g": {}, "h": {}, "k": {}})
+		d, _ := s.QueueGet(ctx, &store.QueueGetParams{Name: "q", Now: now})
+		if pt := d.Partitions[0]; !pt.NewestMessage.IsZero() || !pt.OldestMessage.IsZero() {
+			t.Errorf("an emptied partition: newest %v oldest %v", pt.NewestMessage, pt.OldestMessage)
+		}
+		// A clear and a retention sweep over the gaps count nothing twice.
+		fresh := pushSeries(t, s, At(20*time.Second), "q", "p", 2)
+		if ok, err := s.MessageDelete(ctx, &store.MessageDeleteParams{MessageRef: fresh[0].ref(), Now: now}); !ok || err != nil {
+			t.Fatalf("MessageDelete: %v %v", ok, err)
+		}
+		wantFigures(t, s, "q", At(30*time.Second), store.MessageCounts{Total: 1, Pending: 1},
+			map[string]groupFigures{"g": {Lag: 1}, "h": {Lag: 1}, "k": {Lag: 1}})
+		if c, err := s.QueueClear(ctx, &store.QueueClearParams{Name: "q", Now: At(30 * time.Second)}); err != nil || c.Messages != 1 {
+			t.Fatalf("QueueClear: %+v %v, want 1 message cleared", c, err)
+		}
+		wantFigures(t, s, "q", At(30*time.Second), store.MessageCounts{}, map[string]groupFigures{"g": {}, "h": {}, "k": {}})
+	})
+
+	t.Run("RetentionOverGaps", func(t *testing.T) {
+		ctx := context.Background()
+		s := setup(t, newStore)
+		configureIn(t, s, "q", "ns", retention(60))
+		old := pushSeries(t, s, At(0), "q", "p", 3)
+		young := pushSeries(t, s, At(100*time.Second), "q", "p", 3)
+		for _, m := range []pushed{old[1], young[1]} {
+			if ok, err := s.MessageDelete(ctx, &store.MessageDeleteParams{MessageRef: m.ref(), Now: At(time.Minute)}); !ok || err != nil {
+				t.Fatalf("MessageDelete: %v %v", ok, err)
+			}
+		}
+		consume(t, s, "q", "p", "g", 1, At(2*time.Minute))
+		wantFigures(t, s, "q", At(2*time.Minute), store.MessageCounts{Total: 4, Pending: 3, Completed: 1},
+			map[string]groupFigures{"g": {Consumed: 1, Lag: 3}})
+		wantRemoved(t, "sweep", Sweep(t, s, store.RetentionExpired, At(150*time.Second), 10), 2)
+		wantFigures(t, s, "q", At(150*time.Second), store.MessageCounts{Total: 2, Pending: 2},
+			map[string]groupFigures{"g": {Lag: 2}})
+	})
+
 	t.Run("RetentionAfterClear", func(t *testing.T) {
 		// What a clear made unreachable is the clear's to free: retention
 		// reads on above it and counts only what it deleted itself.
