@@ -29,17 +29,16 @@ const (
 		WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1 AND (?2 = 0 OR id = ?2))`
 
 	// Purging, a few listed partitions at a time, each statement bounded.
-	// A partition of a deleted queue is QueuePurge's (-1). The newest
-	// message of the whole table is never deleted: SQLite gives a new row
-	// the largest rowid plus one, and a new message must never get an
-	// offset at or below a cursor.
+	// A partition of a deleted queue is QueuePurge's (-1). Any message may
+	// go, the newest of the table too: offsets come from the writer's
+	// counter (seq.go), never from the rows left.
 	sqlClearPurgeNext = `SELECT c.partition_id, COALESCE((SELECT CASE WHEN p.queue_id > 0 THEN p.cleared_offset ELSE -1 END
 			FROM partitions p WHERE p.id = c.partition_id), -1)
 		FROM clear_partitions c ORDER BY c.partition_id LIMIT 16`
 	// Oldest first, so that the traces deleted before are those of the
 	// messages deleted (deleteTracesBetween).
 	sqlClearPurgeMessages = `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages
-		WHERE partition_id = ?1 AND seq <= ?2 AND seq < (SELECT max(seq) FROM messages) ORDER BY seq LIMIT ?3)`
+		WHERE partition_id = ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3)`
 	sqlClearPurgeDeadLetters = `DELETE FROM dead_letters WHERE id IN
 		(SELECT id FROM dead_letters WHERE partition_id = ?1 AND message_seq <= ?2 LIMIT ?3)`
 	sqlClearPurgeDone = `DELETE FROM clear_partitions WHERE partition_id = ?1`

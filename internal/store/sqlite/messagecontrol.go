@@ -426,19 +426,15 @@ const (
 	// it later counts the messages it passes, and it is not one.)
 	sqlCtlUncountPartition = `UPDATE partitions SET message_count = max(0, message_count - 1) WHERE id = ?1`
 	sqlCtlUncountLanes     = `UPDATE lanes SET consumed = max(0, consumed - 1) WHERE partition_id = ?1 AND cursor >= ?2`
-	sqlCtlMaxSeq           = `SELECT COALESCE(max(seq), 0) FROM messages`
-	// A row that keeps the largest rowid in use after the message holding
-	// it was deleted (see keepRowid). Partition 0 does not exist, so
-	// nothing ever reads it; older ones are no longer needed.
-	sqlCtlKeepRowid = `INSERT INTO messages (seq, partition_id, id, transaction_id, payload, created_at)
-		VALUES (?1, 0, '', 'rowid-keeper:' || ?1, 'null', 0)`
-	sqlCtlDropKeepers   = `DELETE FROM messages WHERE partition_id = 0 AND seq < ?`
-	sqlCtlDeadLetterHas = `SELECT EXISTS (SELECT 1 FROM dead_letters
+	sqlCtlDeadLetterHas    = `SELECT EXISTS (SELECT 1 FROM dead_letters
 		WHERE partition_id = ? AND message_seq = ? AND consumer_group = ?)`
 )
 
 // MessageDelete deletes a message, its dead letters and its traces in one
-// writer job, and moves every lane whose next message it was over it.
+// writer job, and moves every lane whose next message it was over it. Its
+// offset is never handed out again, even when it was the newest: offsets
+// come from the writer's counter (seq.go), which the partition's
+// last_offset carries across restarts.
 func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams) (bool, error) {
 	tenant := store.TenantOrDefault(p.Tenant)
 	existed := false
@@ -469,33 +465,9 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		if _, err := deleteTraces(t.ctx, tx, part.id, []string{msg.transactionID}, math.MaxInt32); err != nil {
 			return err
 		}
-		if err := keepRowid(t.ctx, tx, msg.seq); err != nil {
-			return err
-		}
 		return t.skipDeleted(part, msg.seq)
 	})
 	return existed, err
-}
-
-// keepRowid keeps seq in use when it was the largest: SQLite gives a new row
-// the largest rowid plus one, so a push after deleting the newest message
-// would reuse its offset, and a lane whose cursor already passed that
-// offset would never deliver the new message.
-func keepRowid(ctx context.Context, tx *sql.Tx, seq int64) error {
-	var top int64
-	if err := tx.QueryRowContext(ctx, sqlCtlMaxSeq).Scan(&top); err != nil {
-		return fmt.Errorf("read offsets: %w", err)
-	}
-	if top > seq {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, sqlCtlKeepRowid, seq); err != nil {
-		return fmt.Errorf("keep offset: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, sqlCtlDropKeepers, seq); err != nil {
-		return fmt.Errorf("keep offset: %w", err)
-	}
-	return nil
 }
 
 // skipDeleted moves the lanes of part whose next message was the deleted

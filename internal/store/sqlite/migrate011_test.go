@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/storetest"
 )
 
 // A database that versions 8 to 10 used: retention deleted a prefix
@@ -61,5 +62,64 @@ func TestMigration011KeepsFiguresRight(t *testing.T) {
 	lanes, err := s.GroupGet(ctx, &store.GroupGetParams{Group: "g", Now: now})
 	if err != nil || len(lanes) != 1 || lanes[0].Consumed != 2 || lanes[0].Lag != 2 {
 		t.Fatalf("g's lane: %+v %v, want 2 consumed and 2 to read", lanes, err)
+	}
+	var keepers int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE partition_id = 0`).Scan(&keepers); err != nil || keepers != 0 {
+		t.Errorf("rowid keepers left: %d %v", keepers, err)
+	}
+	// Without its keeper, offset 10 is still never handed out again.
+	it := storetest.Item("q", "p", 11)
+	storetest.PushItems(t, s, now, it)
+	p := storetest.PopParams("q", "g", now)
+	p.Batch = 10
+	got := storetest.Pop(t, s, p)
+	if len(got) != 3 || got[0].TransactionID != "t8" || got[1].TransactionID != "t9" || got[2].ID != it.MessageID {
+		t.Fatalf("g after migration 011: %+v, want t8, t9 and the new message", got)
+	}
+}
+
+// A message's offset is never handed out again, whatever deleted it (a
+// delete of the newest message, a clear's purge of the newest rows of the
+// table) and across a restart, which starts the writer's counter from what
+// the database records: a lane that passed it would never deliver a new
+// message that reused it.
+func TestOffsetsNeverGoBackAcrossRestarts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	a, b := storetest.Item("q", "p", 0), storetest.Item("q", "p", 1)
+	res := storetest.PushItems(t, s, storetest.T0, a, b) // offsets 1 and 2
+	storetest.PushAt(t, s, storetest.T0, "c", "p", 3)    // 3 to 5
+	for _, q := range []string{"q", "c"} {
+		p := storetest.PopParams(q, "g", storetest.T0)
+		p.Batch, p.AutoAck = 10, true
+		storetest.Pop(t, s, p)
+	}
+	// The clear's purge frees the newest rows of the table, then the
+	// newest message left is deleted on its own.
+	if _, err := s.QueueClear(ctx, &store.QueueClearParams{Name: "c", Now: storetest.T0}); err != nil {
+		t.Fatal(err)
+	}
+	for more := true; more; {
+		r, err := s.QueueClearPurge(ctx, &store.QueuePurgeParams{Now: storetest.T0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = r.More
+	}
+	ok, err := s.MessageDelete(ctx, &store.MessageDeleteParams{Now: storetest.T0,
+		MessageRef: store.MessageRef{PartitionID: res[1].PartitionID, TransactionID: b.TransactionID}})
+	if err != nil || !ok {
+		t.Fatalf("MessageDelete: %v %v", ok, err)
+	}
+	s.Close()
+	s = openTest(t, dir)
+	for _, q := range []string{"q", "c"} {
+		next := storetest.PushAt(t, s, storetest.T0, q, "p", 1)
+		p := storetest.PopParams(q, "g", storetest.T0)
+		p.Batch = 10
+		if got := storetest.Pop(t, s, p); len(got) != 1 || got[0].ID != next[0].MessageID {
+			t.Errorf("%s: g after the restart got %+v, want the new message", q, got)
+		}
 	}
 }

@@ -26,3 +26,9 @@ UPDATE partitions SET message_count =
     (SELECT count(*) FROM messages m WHERE m.partition_id = partitions.id AND m.seq > partitions.cleared_offset);
 UPDATE lanes SET consumed = (SELECT count(*) FROM messages m JOIN partitions p ON p.id = m.partition_id
     WHERE m.partition_id = lanes.partition_id AND m.seq > p.cleared_offset AND m.seq <= lanes.cursor);
+
+-- Rows that kept the largest rowid in use after the newest message was
+-- deleted on its own (007). The writer hands out offsets from a counter
+-- that starts above every partition's last_offset (008), which already
+-- remembers those offsets: the rows are of no use.
+DELETE FROM messages WHERE partition_id = 0;
