@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Options", func(t *testing.T) { runOptions(t, newStore) })     // options.go
 	t.Run("Retention", func(t *testing.T) { runRetention(t, newStore) }) // retention.go
+	t.Run("Figures", func(t *testing.T) { runFigures(t, newStore) })     // figures.go
 }
 
 // setup marks t parallel and returns a fresh store.
