@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Status", s.testStatus},
 		{"Analytics", s.testAnalytics},
 		{"Metrics", s.testMetrics},
+		{"Streams", s.testStreams},
 		{"BadInput", s.testBadInput},
 		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},

@@ -25,6 +25,7 @@ import (
 	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/ratelimit"
+	"github.com/queen-go/queen/internal/streams"
 	"github.com/queen-go/queen/internal/timers"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// Metrics counts requests per route name; nil creates a private set.
 	Metrics *metrics.Metrics
+	// Streams serves Queen's stream routes (/streams/v1) and the stream
+	// queries of the control plane.
+	Streams *streams.Streams
 	// Version is reported by /health.
 	Version string
 
@@ -117,6 +121,7 @@ type api struct {
 	minRate      int64
 	prom         http.Handler // the registry in the Prometheus text format
 	readTimeout  time.Duration
+	streams      *streams.Streams
 	tenancy      bool
 	version      string
 	writeTimeout time.Duration
@@ -134,6 +139,7 @@ func newAPI(cfg Config) *api {
 		log:     cfg.Logger,
 		maxBody: cfg.MaxBodyBytes,
 		metrics: cfg.Metrics,
+		streams: cfg.Streams,
 		tenancy: cfg.TenancyEnabled,
 		version: cfg.Version,
 		cors:    newCORS(cfg.CORSAllowOrigins),

@@ -182,6 +182,7 @@ func (a *api) routes() []route {
 		a.probeRoutes(),
 		a.identityRoutes(),
 		a.messageControlRoutes(),
+		a.streamRoutes(),
 		a.kvRoutes(),        // kv.go
 		a.timerRoutes(),     // timers.go
 		a.ephemeralRoutes(), // ephemeral.go

@@ -33,6 +33,7 @@ import (
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/streams"
 	"github.com/queen-go/queen/internal/timers"
 )
 
@@ -179,6 +180,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	ctl := control.New(st, control.Config{Logger: log, Wake: b.Notify})
 	s.sampler = newSampler(cfg, st, m, sp, log)
 	watchStore(cfg, m, st, ctl, sp)
+	sx := streams.New(st, streams.Config{Logger: log, Metrics: m, Seal: b.SealItems, Wake: b.Notify})
 	kvCfg, timerCfg, ephCfg := cfg.KV, cfg.Timers, cfg.Ephemeral
 	kvCfg.Logger, timerCfg.Logger, ephCfg.Logger = log, log, log
 	kvs := kv.New(st, kvCfg)
@@ -187,7 +189,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	handler := httpapi.New(httpapi.Config{
 		KV: kvs, Timers: tms, Ephemeral: eph, RateLimit: ratelimit.New(cfg.RateLimit),
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
-		Metrics: m, Version: cfg.Version,
+		Metrics: m, Streams: sx, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		Exposed: s.exposed.Load,
@@ -202,7 +204,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.log = log
 	s.spool = sp
 	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		[]service.Service{listener, s.sampler}, kvs.Services(), tms.Services(), eph.Services())...)
+		sx.Services(), []service.Service{listener, s.sampler}, kvs.Services(), tms.Services(), eph.Services())...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,

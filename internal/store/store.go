@@ -60,6 +60,7 @@ type Store interface {
 	QueueStore
 	RetentionStore // retention, eviction and idle-partition sweeps
 	SettingStore
+	StreamStore
 	TraceStore
 	StatsStore
 	TimerStore // timers that become messages

@@ -32,8 +32,9 @@ import (
 // its messages' creation times, and, for a status filter, what its lanes
 // and dead letters say about where messages of that status can be.
 type Partition struct {
-	Key    int64 // the driver's partition id
-	Newest int64 // Unix ms; no message of the partition was created later
+	Cleared int64 // every message at or below this offset is gone
+	Key     int64 // the driver's partition id
+	Newest  int64 // Unix ms; no message of the partition was created later
 
 	// Read only with a status filter.
 	DeadLetters bool  // some message of it has a dead letter
@@ -44,22 +45,24 @@ type Partition struct {
 
 // bounds returns the offsets (floor, ceil) between which messages of the
 // status can lie, exclusive (ceil 0: no bound), and false when none can:
-// completed messages are at or below every cursor, pending and processing
-// ones above the lowest, processing ones only under a live lease, and
-// dead-lettered ones only where dead letters exist.
+// nothing lies at or below the cleared offset (those messages are gone,
+// even while their rows wait to be freed), completed messages are at or
+// below every cursor, pending and processing ones above the lowest,
+// processing ones only under a live lease, and dead-lettered ones only
+// where dead letters exist.
 func (pt *Partition) bounds(status store.MessageStatus) (floor, ceil int64, ok bool) {
-	cursor := max(pt.MinCursor, 0)
+	cursor := max(pt.MinCursor, pt.Cleared)
 	switch status {
 	case store.StatusCompleted:
-		return 0, cursor + 1, pt.MinCursor > 0
+		return pt.Cleared, cursor + 1, pt.MinCursor > pt.Cleared
 	case store.StatusPending:
 		return cursor, 0, pt.MinCursor < 0 || cursor < pt.LastOffset
 	case store.StatusProcessing:
 		return cursor, 0, pt.Leased
 	case store.StatusDeadLetter:
-		return 0, 0, pt.DeadLetters
+		return pt.Cleared, 0, pt.DeadLetters
 	}
-	return 0, 0, true
+	return pt.Cleared, 0, true
 }
 
 // Row is one message as a driver reads it.

@@ -19,9 +19,14 @@ const (
 	// Its partitions ($1 queue id, $2 one name or ''), locked as a push
 	// locks them (by id, FOR NO KEY UPDATE): no push is in flight on them
 	// until commit, so last_offset is final and ready is exact.
-	sqlClearPartitions = `SELECT id, last_offset - cleared_offset FROM partitions
+	sqlClearPartitions = `SELECT id, last_offset - cleared_offset - gaps FROM partitions
 		WHERE queue_id = $1 AND ($2 = '' OR name = $2) ORDER BY id FOR NO KEY UPDATE`
-	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset WHERE id = ANY($1::bigint[])`
+	// A group joining later starts after the cleared messages too.
+	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, floor_offset = greatest(floor_offset, last_offset),
+			gaps = 0
+		WHERE id = ANY($1::bigint[])`
+	// Gaps at or below the cleared offset count no more (migration 011).
+	sqlClearGaps = `DELETE FROM message_gaps WHERE partition_id = ANY($1::bigint[])`
 	// Every lane of the partitions, locked in key order as acks lock them,
 	// moves to the end; leases and retry counters go.
 	sqlClearLanesLock = `SELECT 1 FROM lanes WHERE partition_id = ANY($1::bigint[])
@@ -82,6 +87,7 @@ func (s *Store) QueueClear(ctx context.Context, p *store.QueueClearParams) (*sto
 		out.Partitions = len(ids)
 		b := &pgx.Batch{}
 		b.Queue(sqlClearMark, ids)
+		b.Queue(sqlClearGaps, ids)
 		b.Queue(sqlClearLanesLock, ids)
 		b.Queue(sqlClearLanes, ids)
 		b.Queue(sqlClearList, held, p.Now.UnixMilli())
@@ -96,8 +102,8 @@ func (s *Store) QueueClear(ctx context.Context, p *store.QueueClearParams) (*sto
 	return out, nil
 }
 
-// QueueClearPurge frees up to p.Limit rows of cleared messages and their
-// dead letters, in one transaction that does not wait for its WAL flush (a
+// QueueClearPurge frees up to p.Limit rows of cleared messages, their traces
+// and their dead letters, in one transaction that does not wait for its WAL flush (a
 // purge lost to a crash is simply done again).
 func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
 	limit := p.Limit
@@ -121,6 +127,16 @@ func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) 
 		for _, e := range list {
 			done := true
 			if e.upTo >= 0 {
+				// The traces of the messages about to go, first.
+				n, err := t.deleteTracesBetween(e.pid, -1, e.upTo, budget, budget)
+				if err != nil {
+					return fmt.Errorf("purge: %w", err)
+				}
+				budget -= n
+				out.Deleted += n
+				if budget <= 0 {
+					break
+				}
 				for _, q := range []string{sqlClearPurgeMessages, sqlClearPurgeDeadLetters} {
 					tag, err := t.tx.Exec(t.ctx, q, e.pid, e.upTo, budget)
 					if err != nil {

@@ -15,9 +15,10 @@ import (
 
 // Dead letters matching a filter: $1 tenant, $2 queue, $3 consumer group,
 // $4 partition name, [$5, $6) failure time. Dead letters of deleted queues
-// join no partition.
+// join no partition; those of cleared messages (waiting to be freed with
+// them) are gone already.
 const dlqWhere = `q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR d.consumer_group = $3)
-	AND ($4 = '' OR p.name = $4) AND d.failed_at >= $5 AND d.failed_at < $6`
+	AND ($4 = '' OR p.name = $4) AND d.failed_at >= $5 AND d.failed_at < $6 AND d.message_seq > p.cleared_offset`
 
 const (
 	// A page of dead letters, newest failure first (dead_letters_failed).
@@ -59,7 +60,7 @@ const (
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
 		JOIN partitions p ON p.uuid = a.partition_uuid
 		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
-		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id`
+		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id AND m.seq > p.cleared_offset`
 	// Messages by offset.
 	sqlDLQMessagesAt = `SELECT 0::bigint, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
 			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload

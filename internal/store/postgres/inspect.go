@@ -11,22 +11,31 @@ import (
 )
 
 // The control plane's reads: figures of partitions and lanes from the
-// partitions' offsets and the lanes' cursors (offsets have no gaps, so a
-// difference of offsets is a number of messages), plus at most one index
-// lookup per partition or lane (its oldest message, its oldest unread
-// message). Nothing here reads messages in bulk.
+// partitions' offsets and the lanes' cursors, plus at most one index lookup
+// per partition or lane (its oldest message, its oldest unread message).
+// Nothing here reads messages in bulk.
+//
+// Offsets have no gaps above a partition's cleared offset but those of the
+// messages deleted on their own, which message_gaps lists (partitions.gaps
+// counts them; migration 011): a difference of offsets less the gaps
+// between them is a number of messages. A partition without gaps (nearly
+// every one) skips the look-up.
 //
 // Every statement takes now (Unix ms) as $1: a lease counts as live when it
 // expires after it.
 
 // sqlLaneFigures are one lane's figures: x.lag (unread), x.consumed
-// (committed since the last clear) and x.proc (under its live lease), for l
-// a lanes row and p its partition.
-const sqlLaneFigures = `CROSS JOIN LATERAL (SELECT
-			p.last_offset - greatest(l.cursor, p.cleared_offset) AS lag,
-			greatest(l.cursor, p.cleared_offset) - p.cleared_offset AS consumed,
+// (committed and still held) and x.proc (under its live lease), for l a
+// lanes row and p its partition; xg counts the gaps after its cursor, and
+// those within its leased batch.
+const sqlLaneFigures = `CROSS JOIN LATERAL (SELECT count(*) AS above, count(*) FILTER (WHERE mg.seq <= l.batch_end) AS leased
+			FROM message_gaps mg WHERE p.gaps > 0 AND mg.partition_id = p.id
+			  AND mg.seq > greatest(l.cursor, p.cleared_offset)) xg
+		CROSS JOIN LATERAL (SELECT
+			p.last_offset - greatest(l.cursor, p.cleared_offset) - xg.above AS lag,
+			greatest(l.cursor, p.cleared_offset) - p.cleared_offset - (p.gaps - xg.above) AS consumed,
 			CASE WHEN l.lease_id IS NOT NULL AND l.lease_expires_at > $1
-				THEN greatest(0, least(l.batch_end, p.last_offset) - greatest(l.cursor, p.cleared_offset))
+				THEN greatest(0, least(l.batch_end, p.last_offset) - greatest(l.cursor, p.cleared_offset) - xg.leased)
 				ELSE 0 END AS proc) x`
 
 // sqlOldestUnread is the createdAt of the first message after l's cursor.
@@ -44,8 +53,11 @@ const sqlPartitionFigures = `LEFT JOIN LATERAL (
 
 // sqlPartitionColumns are a partition's figures as columns, after
 // sqlPartitionFigures: total, pending, processing, completed.
-const sqlPartitionColumns = `p.last_offset - p.cleared_offset,
-		COALESCE(f.pending, p.last_offset - p.cleared_offset), COALESCE(f.processing, 0), COALESCE(f.completed, 0)`
+const sqlPartitionColumns = sqlPartitionTotal + `,
+		COALESCE(f.pending, ` + sqlPartitionTotal + `), COALESCE(f.processing, 0), COALESCE(f.completed, 0)`
+
+// sqlPartitionTotal is how many messages partition p holds.
+const sqlPartitionTotal = `(p.last_offset - p.cleared_offset - p.gaps)`
 
 // sqlDeadLetterCount counts the dead letters of partition p's messages.
 const sqlDeadLetterCount = `(SELECT count(*) FROM dead_letters d

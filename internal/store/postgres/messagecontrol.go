@@ -19,12 +19,14 @@ import (
 // take their locks in the driver's order: partitions by id, then lanes.
 
 const (
-	// A message with its partition and queue, of the tenant's queues.
+	// A message with its partition and queue, of the tenant's queues, above
+	// its partition's cleared offset: the messages at or below it are gone,
+	// even while their rows wait to be freed.
 	sqlCtlMessage = `SELECT p.id, p.uuid, p.name, p.last_offset, q.name, q.namespace, q.task, q.priority, q.options,
 			m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload,
 			m.created_at
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
-		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3
+		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3 AND m.seq > p.cleared_offset
 		WHERE p.uuid = $1 AND q.tenant = $2`
 	// The same, locking the partition: no push commits to it meanwhile, so
 	// its last offset is exact, and lanes are locked after it.
@@ -45,17 +47,18 @@ const (
 	sqlCtlGroups = `SELECT DISTINCT g.consumer_group FROM consumer_groups g JOIN queues q ON q.id = g.queue_id
 		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR q.namespace = $3) AND ($4 = '' OR q.task = $4)`
 
-	// The partitions a listing may read ($6: the window's start), and what
-	// the messages of some of them share.
-	sqlCtlListPartitions = `SELECT p.id, p.last_message_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+	// The partitions a listing may read ($6: the window's start) with their
+	// cleared offsets, and what the messages of some of them share.
+	sqlCtlListPartitions = `SELECT p.id, p.last_message_at, p.cleared_offset FROM partitions p
+		JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
 		  AND ($4 = '' OR q.namespace = $4) AND ($5 = '' OR q.task = $5) AND p.last_message_at >= $6`
 	// The same with what a status filter needs ($7: now).
-	sqlCtlListPartitionsFacts = `SELECT p.id, p.last_message_at, p.last_offset,
+	sqlCtlListPartitionsFacts = `SELECT p.id, p.last_message_at, p.cleared_offset, p.last_offset,
 			COALESCE((SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), -1),
 			EXISTS (SELECT 1 FROM lanes l WHERE l.partition_id = p.id AND l.lease_id IS NOT NULL
 				AND l.lease_expires_at > $7),
-			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = p.id)
+			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = p.id AND d.message_seq > p.cleared_offset)
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
 		  AND ($4 = '' OR q.namespace = $4) AND ($5 = '' OR q.task = $5) AND p.last_message_at >= $6`
@@ -85,7 +88,12 @@ const (
 
 	sqlCtlDeleteMessage     = `DELETE FROM messages WHERE partition_id = $1 AND seq = $2`
 	sqlCtlDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = $1 AND message_seq = $2`
-	sqlCtlLaneSave          = `UPDATE lanes SET cursor = $3, lease_id = NULLIF($4, ''), lease_expires_at = $5,
+	// The deleted message leaves a gap in its partition's offsets, which
+	// the figures take off (migration 011).
+	sqlCtlGapRecord = `WITH g AS (INSERT INTO message_gaps (partition_id, seq) VALUES ($1, $2)
+			ON CONFLICT DO NOTHING RETURNING 1)
+		UPDATE partitions SET gaps = gaps + (SELECT count(*) FROM g) WHERE id = $1`
+	sqlCtlLaneSave = `UPDATE lanes SET cursor = $3, lease_id = NULLIF($4, ''), lease_expires_at = $5,
 			batch_end = $6, head_attempts = $7, ready = $8::bigint > $3::bigint
 		WHERE partition_id = $1 AND consumer_group = $2`
 	sqlCtlDeadLetterHas = `SELECT EXISTS (SELECT 1 FROM dead_letters
@@ -199,7 +207,7 @@ func (l *listSource) Partitions(status store.MessageStatus) ([]listing.Partition
 	query := sqlCtlListPartitions
 	var out []listing.Partition
 	var pt listing.Partition
-	dest := []any{&pt.Key, &pt.Newest}
+	dest := []any{&pt.Key, &pt.Newest, &pt.Cleared}
 	if status != "" {
 		query, args = sqlCtlListPartitionsFacts, append(args, l.p.Now.UnixMilli())
 		dest = append(dest, &pt.LastOffset, &pt.MinCursor, &pt.Leased, &pt.DeadLetters)
@@ -360,10 +368,11 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		b := &pgx.Batch{}
 		b.Queue(sqlCtlDeleteMessage, part.id, msg.seq)
 		b.Queue(sqlCtlDeleteDeadLetters, part.id, msg.seq)
+		b.Queue(sqlCtlGapRecord, part.id, msg.seq)
 		if err := t.execBatch(b); err != nil {
 			return fmt.Errorf("delete message: %w", err)
 		}
-		if _, err := t.deleteTraces(part.id, msg.transactionID, math.MaxInt32); err != nil {
+		if _, err := t.deleteTraces(part.id, []string{msg.transactionID}, math.MaxInt32); err != nil {
 			return err
 		}
 		return t.skipDeleted(part, msg.seq)

@@ -80,8 +80,10 @@ const (
 	// stored id of each duplicate and the cap of each refused item by
 	// position. A queue's unconsumed messages are, per partition, those
 	// after the slowest lane's cursor (after the floor when no group has
-	// joined it): offsets have no gaps above the floor, so that is
-	// last_offset minus that position, summed over the queue's partitions.
+	// joined it): offsets have no gaps above the floor but those of messages
+	// deleted on their own (message_gaps, looked at only for a partition
+	// that has some), so that is last_offset minus that position, less those
+	// gaps, summed over the queue's partitions.
 	sqlMessagesInsert = `WITH u AS (
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
 				$7::bigint[], $8::bigint[]) WITH ORDINALITY
@@ -95,9 +97,11 @@ const (
 			WHERE id IS NOT NULL
 		), cap AS MATERIALIZED (
 			SELECT q.id, (q.options->>'maxSize')::bigint AS max_size,
-				(q.options->>'maxSize')::bigint - COALESCE((SELECT sum(p.last_offset - COALESCE(
-					(SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), p.floor_offset))
-					FROM partitions p WHERE p.queue_id = q.id), 0) AS room
+				(q.options->>'maxSize')::bigint - COALESCE((SELECT sum(p.last_offset - x.pos - CASE WHEN p.gaps = 0
+						THEN 0 ELSE (SELECT count(*) FROM message_gaps g WHERE g.partition_id = p.id AND g.seq > x.pos) END)
+					FROM partitions p CROSS JOIN LATERAL (SELECT COALESCE(
+						(SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), p.floor_offset) AS pos) x
+					WHERE p.queue_id = q.id), 0) AS room
 			FROM queues q
 			WHERE q.id IN (SELECT DISTINCT queue_id FROM u) AND COALESCE((q.options->>'maxSize')::bigint, 0) > 0
 		), over AS (
@@ -319,6 +323,8 @@ const (
 		(SELECT id FROM dead_letters WHERE partition_id = $1 LIMIT $2)`
 	// A partition has a lane per group that joined its queue: few rows.
 	sqlPurgeLanes = `DELETE FROM lanes WHERE partition_id = $1`
-	sqlPurgeDone  = `DELETE FROM purge_partitions WHERE partition_id = $1`
-	sqlPurgeMore  = `SELECT EXISTS (SELECT 1 FROM purge_partitions)`
+	// And at most one gap per message deleted on its own.
+	sqlPurgeGaps = `DELETE FROM message_gaps WHERE partition_id = $1`
+	sqlPurgeDone = `DELETE FROM purge_partitions WHERE partition_id = $1`
+	sqlPurgeMore = `SELECT EXISTS (SELECT 1 FROM purge_partitions)`
 )

@@ -286,12 +286,13 @@ func (t *txn) purgePartition(pid int64, budget int) (bool, int, error) {
 			return false, deleted, nil
 		}
 	}
-	n, err := t.deleteTraces(pid, "", budget-deleted)
+	n, err := t.deleteTraces(pid, nil, budget-deleted)
 	if deleted += n; err != nil || deleted >= budget {
 		return false, deleted, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(sqlPurgeLanes, pid)
+	b.Queue(sqlPurgeGaps, pid)
 	b.Queue(sqlPurgeDone, pid)
 	if err := t.execBatch(b); err != nil {
 		return false, deleted, fmt.Errorf("purge: %w", err)

@@ -44,9 +44,9 @@ const (
 	// A page of partitions (chosen by the CTE ps, which the caller
 	// supplies) with their figures, oldest message and queue name.
 	sqlPartitionPage = `SELECT q.name, p.uuid, p.name, p.created_at, p.last_message_at,
-			CASE WHEN p.last_offset > p.cleared_offset THEN p.last_message_at ELSE 0 END,
+			CASE WHEN ` + sqlPartitionTotal + ` > 0 THEN p.last_message_at ELSE 0 END,
 			` + sqlPartitionColumns + `, ` + sqlDeadLetterCount + `, COALESCE(f.claimed, 0),
-			CASE WHEN p.last_offset > p.cleared_offset THEN (SELECT m.created_at FROM messages m
+			CASE WHEN ` + sqlPartitionTotal + ` > 0 THEN (SELECT m.created_at FROM messages m
 				WHERE m.partition_id = p.id AND m.seq > p.cleared_offset ORDER BY m.seq LIMIT 1) END
 		FROM ps JOIN partitions p ON p.id = ps.id JOIN queues q ON q.id = p.queue_id
 		` + sqlPartitionFigures + `
@@ -97,12 +97,12 @@ const (
 	sqlOverviewLags = `SELECT x.lag, ` + sqlOldestUnread + `
 		FROM queues q JOIN partitions p ON p.queue_id = q.id JOIN lanes l ON l.partition_id = p.id
 		` + sqlLaneFigures + `
-		WHERE q.tenant = $2 AND p.last_offset > greatest(l.cursor, p.cleared_offset)`
+		WHERE q.tenant = $2 AND p.last_offset > greatest(l.cursor, p.cleared_offset) AND x.lag > 0`
 )
 
 // sqlPartitionColumnsAs are sqlPartitionColumns with the names the sums use.
-const sqlPartitionColumnsAs = `p.last_offset - p.cleared_offset AS total,
-		COALESCE(f.pending, p.last_offset - p.cleared_offset) AS pending, COALESCE(f.processing, 0) AS processing,
+const sqlPartitionColumnsAs = sqlPartitionTotal + ` AS total,
+		COALESCE(f.pending, ` + sqlPartitionTotal + `) AS pending, COALESCE(f.processing, 0) AS processing,
 		COALESCE(f.completed, 0) AS completed`
 
 // rollupColumn is the queues column each rollup groups by.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,7 @@ const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
 	// The partitions of window [$1, $2) whose queue (of tenant $3, or any)
 	// asks for the sweep; the option filter is appended per kind.
-	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.deleted_offset, q.tenant, q.name, q.options
+	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.cleared_offset, q.tenant, q.name, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE p.id >= $1 AND p.id < $2 AND ($3 = '' OR q.tenant = $3) AND `
 	sqlSweepFilterExpired = `COALESCE((q.options->>'retentionEnabled')::boolean, false)
@@ -46,12 +47,17 @@ const (
 			head_attempts, retry_at
 		FROM lanes WHERE partition_id = $1 ORDER BY consumer_group`
 	sqlSweepLanesLock         = sqlSweepLanes + ` FOR UPDATE`
-	sqlSweepPartitionLock     = `SELECT floor_offset, last_offset FROM partitions WHERE id = $1 FOR NO KEY UPDATE`
+	sqlSweepPartitionLock     = `SELECT floor_offset, cleared_offset, last_offset FROM partitions WHERE id = $1 FOR NO KEY UPDATE`
 	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = $1 AND seq > $2 AND seq <= $3`
 	sqlSweepDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = $1 AND message_seq <= $2`
 	sqlSweepFloor             = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2) WHERE id = $1`
-	sqlSweepDeleted           = `UPDATE partitions SET floor_offset = greatest(floor_offset, $2),
-		deleted_offset = greatest(deleted_offset, $2) WHERE id = $1`
+	// Retention deleted partition $1's messages up to offset $2: the floor
+	// of what is gone moves past them, as a clear moves it (the figures are
+	// offsets above it), and the gaps it passes count no more.
+	sqlSweepDeleted = `WITH g AS (DELETE FROM message_gaps WHERE partition_id = $1 AND seq <= $2 RETURNING 1)
+		UPDATE partitions SET cleared_offset = greatest(cleared_offset, $2), floor_offset = greatest(floor_offset, $2),
+			gaps = gaps - (SELECT count(*) FROM g)
+		WHERE id = $1`
 	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
 		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = retention_history.count + excluded.count`
@@ -73,6 +79,7 @@ const (
 		RETURNING p.id`
 	sqlIdleDeleteLanes       = `DELETE FROM lanes WHERE partition_id = ANY($1::bigint[])`
 	sqlIdleDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ANY($1::bigint[])`
+	sqlIdleDeleteGaps        = `DELETE FROM message_gaps WHERE partition_id = ANY($1::bigint[])`
 
 	sqlHistory = `SELECT tenant, queue, kind, minute, count FROM retention_history
 		WHERE minute >= $1 AND ($2 = '' OR tenant = $2) AND ($3 = '' OR queue = $3)
@@ -132,7 +139,7 @@ type sweep struct {
 // sweepPartition is a partition a sweep visits.
 type sweepPartition struct {
 	id, floor int64
-	deleted   int64 // every message up to it is deleted
+	cleared   int64 // every message up to it is gone
 	queue     queueName
 	opts      store.QueueOptions
 }
@@ -151,7 +158,7 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 	var sp sweepPartition
 	var opts []byte
 	rows, _ := sw.tx.Query(sw.ctx, sqlSweepPartitions+filter, from, end, p.Tenant)
-	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.deleted, &sp.queue.tenant, &sp.queue.name, &opts},
+	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.cleared, &sp.queue.tenant, &sp.queue.name, &opts},
 		func() error {
 			o, err := store.DecodeQueueOptions(opts)
 			if err != nil {
@@ -165,6 +172,10 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 		return fmt.Errorf("retention sweep: list partitions: %w", err)
 	}
 	for _, sp := range parts {
+		if sw.budget <= 0 {
+			out.Next = sp.id // the budget ran out: the next step starts here
+			return nil
+		}
 		more, err := sw.partition(sp)
 		if err != nil {
 			return err
@@ -220,10 +231,11 @@ func (sw *sweep) lanes(pid int64, lock bool) ([]laneRow, error) {
 }
 
 // lock locks the partition row (as a push does, before its lanes) and
-// returns its last offset.
-func (sw *sweep) lock(pid int64) (int64, error) {
-	var floor, last int64
-	if err := sw.tx.QueryRow(sw.ctx, sqlSweepPartitionLock, pid).Scan(&floor, &last); err != nil {
+// refreshes sp from it (a clear may have moved its floors since it was
+// read); it returns the partition's last offset.
+func (sw *sweep) lock(sp *sweepPartition) (int64, error) {
+	var last int64
+	if err := sw.tx.QueryRow(sw.ctx, sqlSweepPartitionLock, sp.id).Scan(&sp.floor, &sp.cleared, &last); err != nil {
 		return 0, fmt.Errorf("retention sweep: lock partition: %w", err)
 	}
 	return last, nil
@@ -285,11 +297,11 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, _, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
+	offs, _, err := sw.old(sp.id, sp.cleared, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
-	lastOffset, err := sw.lock(sp.id)
+	lastOffset, err := sw.lock(&sp)
 	if err != nil {
 		return false, err
 	}
@@ -302,12 +314,17 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, more, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
+	offs, more, err := sw.old(sp.id, sp.cleared, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
 	last := offs[len(offs)-1]
-	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.deleted, last)
+	// Their traces go first (found through the messages), like their dead
+	// letters outside the step's budget, which counts messages.
+	if _, err := sw.deleteTracesBetween(sp.id, sp.cleared, last, len(offs), math.MaxInt32); err != nil {
+		return false, fmt.Errorf("retention sweep: %w", err)
+	}
+	tag, err := sw.tx.Exec(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.cleared, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
 	}
@@ -349,7 +366,7 @@ func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
 	if offs, _, err := sw.old(sp.id, lo, cutoff, 0, 1); err != nil || len(offs) == 0 {
 		return false, err
 	}
-	lastOffset, err := sw.lock(sp.id)
+	lastOffset, err := sw.lock(&sp)
 	if err != nil {
 		return false, err
 	}
@@ -470,6 +487,7 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 			b := &pgx.Batch{}
 			b.Queue(sqlIdleDeleteLanes, ids)
 			b.Queue(sqlIdleDeleteDeadLetters, ids)
+			b.Queue(sqlIdleDeleteGaps, ids)
 			if err := t.execBatch(b); err != nil {
 				return fmt.Errorf("partition cleanup: %w", err)
 			}

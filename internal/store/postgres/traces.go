@@ -20,9 +20,9 @@ import (
 // therefore sees every trace of that name committed before it.
 
 const (
-	// The message a trace is for: its partition.
+	// The message a trace is for (not a cleared one): its partition.
 	sqlTraceTarget = `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
-		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3
+		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3 AND m.seq > p.cleared_offset
 		WHERE p.uuid = $1 AND q.tenant = $2`
 	sqlTraceInsert = `INSERT INTO traces (uuid, partition_id, transaction_id, consumer_group, event_type, data,
 			worker_id, created_at)
@@ -50,7 +50,8 @@ const (
 		ORDER BY t.created_at, t.id`
 	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id = ANY($1::bigint[])
 		ORDER BY trace_id, name`
-	// A page of a name's traces, oldest first, of queues that still exist.
+	// A page of a name's traces, oldest first, of queues that still exist,
+	// with their message's payload while it can be read (not once cleared).
 	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
 			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name, m.payload
 		FROM trace_names n
@@ -58,6 +59,7 @@ const (
 		JOIN partitions p ON p.id = n.partition_id
 		JOIN queues q ON q.id = p.queue_id AND q.tenant = n.tenant
 		LEFT JOIN messages m ON m.partition_id = t.partition_id AND m.transaction_id = t.transaction_id
+			AND m.seq > p.cleared_offset
 		WHERE n.tenant = $1 AND n.name = $2
 		ORDER BY n.created_at, n.trace_id
 		LIMIT $3 OFFSET $4`
@@ -66,11 +68,20 @@ const (
 		WHERE tenant = $1 ORDER BY last_seen DESC, name DESC LIMIT $2 OFFSET $3`
 	sqlTraceNamesTotal = `SELECT COALESCE((SELECT names FROM trace_totals WHERE tenant = $1), 0)`
 
-	// Deleting a bounded batch of a partition's traces (or of one of its
-	// messages') and their names.
-	sqlTracesDelete = `DELETE FROM traces WHERE id IN (
-			SELECT id FROM traces WHERE partition_id = $1 AND ($2 = '' OR transaction_id = $2) LIMIT $3)
+	// Deleting a bounded batch of a partition's traces (or of some of its
+	// messages', by transactionId along traces_message) and their names.
+	sqlTracesDelete = `DELETE FROM traces WHERE id IN (SELECT id FROM traces WHERE partition_id = $1 LIMIT $2)
 		RETURNING id`
+	sqlTracesDeleteOf = `DELETE FROM traces WHERE id IN (
+			SELECT id FROM traces WHERE partition_id = $1 AND transaction_id = ANY($2::text[]) LIMIT $3)
+		RETURNING id`
+	// The transactionIds of the first $4 messages of partition $1 with an
+	// offset in ($2, $3], oldest first; none when the partition has no
+	// trace (one probe, evaluated once).
+	sqlTracedTxnsBetween = `SELECT m.transaction_id FROM messages m
+		WHERE EXISTS (SELECT 1 FROM traces WHERE partition_id = $1)
+		  AND m.partition_id = $1 AND m.seq > $2 AND m.seq <= $3
+		ORDER BY m.seq LIMIT $4`
 	sqlTraceNamesDelete = `DELETE FROM trace_names WHERE trace_id = ANY($1::bigint[])
 		RETURNING tenant, name, partition_id, transaction_id`
 	sqlTraceStatsLock = `SELECT 1 FROM trace_name_stats s
@@ -141,11 +152,33 @@ func (s *Store) TraceRecord(ctx context.Context, p *store.TraceRecordParams) err
 	})
 }
 
-// deleteTraces deletes up to limit traces of partition pid (of its message
-// txn when txn is not ""), with their names, keeping the names' summaries
-// exact, and returns how many it deleted.
-func (t *txn) deleteTraces(pid int64, txn string, limit int) (int, error) {
-	rows, _ := t.tx.Query(t.ctx, sqlTracesDelete, pid, txn, limit)
+// deleteTracesBetween deletes up to limit traces of the first n messages of
+// partition pid with an offset in (after, through], oldest first, before
+// those messages are deleted (a trace names its message by transactionId,
+// so its traces are found while the message is there), and returns how
+// many it deleted: fewer than limit means none of theirs is left.
+func (t *txn) deleteTracesBetween(pid, after, through int64, n, limit int) (int, error) {
+	rows, _ := t.tx.Query(t.ctx, sqlTracedTxnsBetween, pid, after, through, n)
+	txns, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	if len(txns) == 0 {
+		return 0, nil
+	}
+	return t.deleteTraces(pid, txns, limit)
+}
+
+// deleteTraces deletes up to limit traces of partition pid (of its messages
+// txns when txns is not nil), with their names, keeping the names'
+// summaries exact, and returns how many it deleted.
+func (t *txn) deleteTraces(pid int64, txns []string, limit int) (int, error) {
+	var rows pgx.Rows
+	if txns == nil {
+		rows, _ = t.tx.Query(t.ctx, sqlTracesDelete, pid, limit)
+	} else {
+		rows, _ = t.tx.Query(t.ctx, sqlTracesDeleteOf, pid, txns, limit)
+	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return 0, fmt.Errorf("delete traces: %w", err)

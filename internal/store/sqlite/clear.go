@@ -18,7 +18,9 @@ const (
 	sqlClearList = `INSERT INTO clear_partitions (partition_id, queued_at)
 		SELECT id, ?3 FROM partitions WHERE queue_id = ?1 AND (?2 = 0 OR id = ?2) AND last_offset > cleared_offset
 		ON CONFLICT DO NOTHING`
-	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, message_count = 0
+	// A group joining later starts after the cleared messages too.
+	sqlClearMark = `UPDATE partitions SET cleared_offset = last_offset, floor_offset = max(floor_offset, last_offset),
+			message_count = 0
 		WHERE queue_id = ?1 AND (?2 = 0 OR id = ?2)`
 	// After sqlClearMark: every lane moves to the end (which the lanes
 	// trigger, seeing nothing above the new cleared offset, counts as 0).
@@ -27,15 +29,16 @@ const (
 		WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1 AND (?2 = 0 OR id = ?2))`
 
 	// Purging, a few listed partitions at a time, each statement bounded.
-	// A partition of a deleted queue is QueuePurge's (-1). The newest
-	// message of the whole table is never deleted: SQLite gives a new row
-	// the largest rowid plus one, and a new message must never get an
-	// offset at or below a cursor.
+	// A partition of a deleted queue is QueuePurge's (-1). Any message may
+	// go, the newest of the table too: offsets come from the writer's
+	// counter (seq.go), never from the rows left.
 	sqlClearPurgeNext = `SELECT c.partition_id, COALESCE((SELECT CASE WHEN p.queue_id > 0 THEN p.cleared_offset ELSE -1 END
 			FROM partitions p WHERE p.id = c.partition_id), -1)
 		FROM clear_partitions c ORDER BY c.partition_id LIMIT 16`
+	// Oldest first, so that the traces deleted before are those of the
+	// messages deleted (deleteTracesBetween).
 	sqlClearPurgeMessages = `DELETE FROM messages WHERE seq IN (SELECT seq FROM messages
-		WHERE partition_id = ?1 AND seq <= ?2 AND seq < (SELECT max(seq) FROM messages) LIMIT ?3)`
+		WHERE partition_id = ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3)`
 	sqlClearPurgeDeadLetters = `DELETE FROM dead_letters WHERE id IN
 		(SELECT id FROM dead_letters WHERE partition_id = ?1 AND message_seq <= ?2 LIMIT ?3)`
 	sqlClearPurgeDone = `DELETE FROM clear_partitions WHERE partition_id = ?1`
@@ -87,9 +90,9 @@ func (s *Store) QueueClear(ctx context.Context, p *store.QueueClearParams) (*sto
 	return out, nil
 }
 
-// QueueClearPurge frees up to p.Limit rows of cleared messages and their
-// dead letters in one writer job, so that the pushes and pops queued behind
-// it wait only for a short step.
+// QueueClearPurge frees up to p.Limit rows of cleared messages, their
+// traces and their dead letters in one writer job, so that the pushes and
+// pops queued behind it wait only for a short step.
 func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -120,6 +123,16 @@ func (s *Store) QueueClearPurge(ctx context.Context, p *store.QueuePurgeParams) 
 		for _, e := range list {
 			done := true
 			if e.upTo >= 0 {
+				// The traces of the messages about to go, first.
+				n, err := deleteTracesBetween(ctx, tx, e.pid, -1, e.upTo, budget, budget)
+				if err != nil {
+					return fmt.Errorf("purge: %w", err)
+				}
+				budget -= n
+				out.Deleted += n
+				if budget <= 0 {
+					break
+				}
 				for _, q := range []string{sqlClearPurgeMessages, sqlClearPurgeDeadLetters} {
 					res, err := tx.ExecContext(ctx, q, e.pid, e.upTo, budget)
 					if err != nil {

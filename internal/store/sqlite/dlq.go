@@ -18,9 +18,10 @@ import (
 
 // Dead letters matching a filter: ?1 tenant, ?2 queue, ?3 consumer group,
 // ?4 partition name, [?5, ?6) failure time. Dead letters of deleted queues
-// join no queue.
+// join no queue; those of cleared messages (waiting to be freed with them)
+// are gone already.
 const dlqWhere = `q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR d.consumer_group = ?3)
-	AND (?4 = '' OR p.name = ?4) AND d.failed_at >= ?5 AND d.failed_at < ?6`
+	AND (?4 = '' OR p.name = ?4) AND d.failed_at >= ?5 AND d.failed_at < ?6 AND d.message_seq > p.cleared_offset`
 
 const (
 	// A page of dead letters, newest failure first: a range of

@@ -28,11 +28,14 @@ type querier interface {
 const (
 	// A partition of the tenant's (a deleted queue's partitions have a
 	// negative queue_id and join nothing).
-	sqlCtlPartition = `SELECT p.id, p.name, p.last_offset, q.name, q.namespace, q.task, q.priority, q.options
+	sqlCtlPartition = `SELECT p.id, p.name, p.last_offset, p.cleared_offset, q.name, q.namespace, q.task, q.priority,
+			q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.uuid = ? AND q.tenant = ?`
+	// A message of partition ?1 above its cleared offset ?3: the messages
+	// at or below it are gone, even while their rows wait to be freed.
 	sqlCtlMessage = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload,
 			created_at
-		FROM messages WHERE partition_id = ? AND transaction_id = ?`
+		FROM messages WHERE partition_id = ?1 AND transaction_id = ?2 AND seq > ?3`
 	sqlCtlLanes = `SELECT partition_id, consumer_group, cursor, COALESCE(lease_id, ''), lease_expires_at, batch_end,
 			head_attempts
 		FROM lanes WHERE partition_id IN (SELECT value FROM json_each(?))
@@ -47,17 +50,18 @@ const (
 		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR q.namespace = ?3)
 		  AND (?4 = '' OR q.task = ?4)`
 
-	// The partitions a listing may read (?6: the window's start), and what
-	// the messages of some of them share.
-	sqlCtlListPartitions = `SELECT p.id, p.last_message_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+	// The partitions a listing may read (?6: the window's start) with their
+	// cleared offsets, and what the messages of some of them share.
+	sqlCtlListPartitions = `SELECT p.id, p.last_message_at, p.cleared_offset FROM partitions p
+		JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR p.name = ?3)
 		  AND (?4 = '' OR q.namespace = ?4) AND (?5 = '' OR q.task = ?5) AND p.last_message_at >= ?6`
 	// The same with what a status filter needs (?7: now).
-	sqlCtlListPartitionsFacts = `SELECT p.id, p.last_message_at, p.last_offset,
+	sqlCtlListPartitionsFacts = `SELECT p.id, p.last_message_at, p.cleared_offset, p.last_offset,
 			COALESCE((SELECT min(l.cursor) FROM lanes l WHERE l.partition_id = p.id), -1),
 			EXISTS (SELECT 1 FROM lanes l WHERE l.partition_id = p.id AND l.lease_id IS NOT NULL
 				AND l.lease_expires_at > ?7),
-			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = p.id)
+			EXISTS (SELECT 1 FROM dead_letters d WHERE d.partition_id = p.id AND d.message_seq > p.cleared_offset)
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2) AND (?3 = '' OR p.name = ?3)
 		  AND (?4 = '' OR q.namespace = ?4) AND (?5 = '' OR q.task = ?5) AND p.last_message_at >= ?6`
@@ -89,6 +93,7 @@ type ctlPartition struct {
 	uuid       string
 	name       string
 	lastOffset int64
+	cleared    int64 // every message at or below it is gone
 	queue      string
 	namespace  string
 	task       string
@@ -119,7 +124,7 @@ func (s *Store) readable() error {
 // resolvePartition returns the tenant's partition with that id, nil if none.
 func resolvePartition(ctx context.Context, q querier, tenant, id string) (*ctlPartition, error) {
 	p := &ctlPartition{uuid: id}
-	err := q.QueryRowContext(ctx, sqlCtlPartition, id, tenant).Scan(&p.id, &p.name, &p.lastOffset, &p.queue,
+	err := q.QueryRowContext(ctx, sqlCtlPartition, id, tenant).Scan(&p.id, &p.name, &p.lastOffset, &p.cleared, &p.queue,
 		&p.namespace, &p.task, &p.priority, &p.options)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -141,7 +146,7 @@ func resolveMessage(ctx context.Context, q querier, tenant string, ref store.Mes
 		return nil, nil, store.ErrNotFound
 	}
 	m := &ctlMessage{}
-	err = q.QueryRowContext(ctx, sqlCtlMessage, p.id, ref.TransactionID).Scan(&m.seq, &m.id, &m.transactionID,
+	err = q.QueryRowContext(ctx, sqlCtlMessage, p.id, ref.TransactionID, p.cleared).Scan(&m.seq, &m.id, &m.transactionID,
 		&m.traceID, &m.producerSub, &m.payload, &m.createdAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, store.ErrNotFound
@@ -225,7 +230,7 @@ func (l *listSource) Partitions(status store.MessageStatus) ([]listing.Partition
 	var out []listing.Partition
 	for rows.Next() {
 		var pt listing.Partition
-		dest := []any{&pt.Key, &pt.Newest}
+		dest := []any{&pt.Key, &pt.Newest, &pt.Cleared}
 		if status != "" {
 			dest = append(dest, &pt.LastOffset, &pt.MinCursor, &pt.Leased, &pt.DeadLetters)
 		}
@@ -415,19 +420,21 @@ func fillDetail(d *store.MessageDetail, part *ctlPartition, msg *ctlMessage, gro
 const (
 	sqlCtlDeleteMessage     = `DELETE FROM messages WHERE seq = ?`
 	sqlCtlDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ? AND message_seq = ?`
-	sqlCtlMaxSeq            = `SELECT COALESCE(max(seq), 0) FROM messages`
-	// A row that keeps the largest rowid in use after the message holding
-	// it was deleted (see keepRowid). Partition 0 does not exist, so
-	// nothing ever reads it; older ones are no longer needed.
-	sqlCtlKeepRowid = `INSERT INTO messages (seq, partition_id, id, transaction_id, payload, created_at)
-		VALUES (?1, 0, '', 'rowid-keeper:' || ?1, 'null', 0)`
-	sqlCtlDropKeepers   = `DELETE FROM messages WHERE partition_id = 0 AND seq < ?`
-	sqlCtlDeadLetterHas = `SELECT EXISTS (SELECT 1 FROM dead_letters
+	// The counters of migration 006 leave the deleted message ?2 of
+	// partition ?1 out at once: the partition held it, and the lanes whose
+	// cursor had passed it had counted it as consumed. (A lane moved over
+	// it later counts the messages it passes, and it is not one.)
+	sqlCtlUncountPartition = `UPDATE partitions SET message_count = max(0, message_count - 1) WHERE id = ?1`
+	sqlCtlUncountLanes     = `UPDATE lanes SET consumed = max(0, consumed - 1) WHERE partition_id = ?1 AND cursor >= ?2`
+	sqlCtlDeadLetterHas    = `SELECT EXISTS (SELECT 1 FROM dead_letters
 		WHERE partition_id = ? AND message_seq = ? AND consumer_group = ?)`
 )
 
 // MessageDelete deletes a message, its dead letters and its traces in one
-// writer job, and moves every lane whose next message it was over it.
+// writer job, and moves every lane whose next message it was over it. Its
+// offset is never handed out again, even when it was the newest: offsets
+// come from the writer's counter (seq.go), which the partition's
+// last_offset carries across restarts.
 func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams) (bool, error) {
 	tenant := store.TenantOrDefault(p.Tenant)
 	existed := false
@@ -448,36 +455,19 @@ func (s *Store) MessageDelete(ctx context.Context, p *store.MessageDeleteParams)
 		if _, err := tx.ExecContext(t.ctx, sqlCtlDeleteDeadLetters, part.id, msg.seq); err != nil {
 			return fmt.Errorf("delete dead letters: %w", err)
 		}
-		if _, err := deleteTraces(t.ctx, tx, part.id, msg.transactionID, math.MaxInt32); err != nil {
-			return err
+		if _, err := tx.ExecContext(t.ctx, sqlCtlUncountPartition, part.id); err != nil {
+			return fmt.Errorf("count messages: %w", err)
 		}
-		if err := keepRowid(t.ctx, tx, msg.seq); err != nil {
+		if _, err := tx.ExecContext(t.ctx, sqlCtlUncountLanes, part.id, msg.seq); err != nil {
+			return fmt.Errorf("count messages: %w", err)
+		}
+		t.forgetUnconsumed(part.id) // maxSize counts it no more
+		if _, err := deleteTraces(t.ctx, tx, part.id, []string{msg.transactionID}, math.MaxInt32); err != nil {
 			return err
 		}
 		return t.skipDeleted(part, msg.seq)
 	})
 	return existed, err
-}
-
-// keepRowid keeps seq in use when it was the largest: SQLite gives a new row
-// the largest rowid plus one, so a push after deleting the newest message
-// would reuse its offset, and a lane whose cursor already passed that
-// offset would never deliver the new message.
-func keepRowid(ctx context.Context, tx *sql.Tx, seq int64) error {
-	var top int64
-	if err := tx.QueryRowContext(ctx, sqlCtlMaxSeq).Scan(&top); err != nil {
-		return fmt.Errorf("read offsets: %w", err)
-	}
-	if top > seq {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, sqlCtlKeepRowid, seq); err != nil {
-		return fmt.Errorf("keep offset: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, sqlCtlDropKeepers, seq); err != nil {
-		return fmt.Errorf("keep offset: %w", err)
-	}
-	return nil
 }
 
 // skipDeleted moves the lanes of part whose next message was the deleted

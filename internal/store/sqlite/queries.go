@@ -9,8 +9,15 @@ import (
 // The driver's SQL, one constant per query, named after what it does.
 const (
 	sqlQueueByName = `SELECT id, uuid, namespace, task, options FROM queues WHERE tenant = ? AND name = ?`
-	sqlQueueInsert = `INSERT INTO queues (uuid, tenant, name, namespace, task, priority, options, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// A new queue's id is above every id a queue has had whose partitions
+	// are not purged yet (a deleted queue's partitions are detached as
+	// queue_id = -id, and keep their lanes, which name the old id, until
+	// purged). SQLite would otherwise hand the deleted queue's rowid to the
+	// next queue, whose pops would then find the old lanes. Both lookups
+	// are index edges.
+	sqlQueueInsert = `INSERT INTO queues (id, uuid, tenant, name, namespace, task, priority, options, created_at)
+		VALUES (max(COALESCE((SELECT max(id) FROM queues), 0), COALESCE(-(SELECT min(queue_id) FROM partitions), 0)) + 1,
+			?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlQueueUpdate    = `UPDATE queues SET namespace = ?, task = ?, priority = ?, options = ? WHERE id = ?`
 	sqlQueuesMatching = `SELECT name FROM queues
 		WHERE tenant = ?1 AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3)
@@ -174,6 +181,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
+		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,
 	}, featureStatements...) {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {

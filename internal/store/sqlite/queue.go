@@ -122,7 +122,7 @@ func purgePartition(ctx context.Context, tx *sql.Tx, pid int64, budget int) (boo
 			return false, deleted, nil
 		}
 	}
-	n, err := deleteTraces(ctx, tx, pid, "", budget-deleted)
+	n, err := deleteTraces(ctx, tx, pid, nil, budget-deleted)
 	if deleted += n; err != nil || deleted >= budget {
 		return false, deleted, err
 	}

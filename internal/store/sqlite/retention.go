@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
@@ -26,7 +27,7 @@ const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
 	// The partitions of window [?1, ?2) whose queue (of tenant ?3, or any)
 	// asks for the sweep; the option filter is appended per kind.
-	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.deleted_offset, q.tenant, q.name, q.options
+	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.cleared_offset, q.tenant, q.name, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE p.id >= ?1 AND p.id < ?2 AND (?3 = '' OR q.tenant = ?3) AND `
 	sqlSweepFilterExpired = `json_extract(q.options, '$.retentionEnabled')
@@ -44,8 +45,15 @@ const (
 	sqlSweepDeleteMessages    = `DELETE FROM messages WHERE partition_id = ? AND seq > ? AND seq <= ?`
 	sqlSweepDeleteDeadLetters = `DELETE FROM dead_letters WHERE partition_id = ? AND message_seq <= ?`
 	sqlSweepFloor             = `UPDATE partitions SET floor_offset = max(floor_offset, ?) WHERE id = ?`
-	sqlSweepDeleted           = `UPDATE partitions SET floor_offset = max(floor_offset, ?1),
-		deleted_offset = max(deleted_offset, ?1) WHERE id = ?2`
+	// Retention deleted the ?2 messages of partition ?3 up to offset ?1: the
+	// floor of what is gone moves past them, as a clear moves it, and the
+	// counters (migration 006) leave them out. After the lanes' saves,
+	// every cursor is at or past ?1: a lane at it has consumed nothing that
+	// is left, a lane past it had consumed them all.
+	sqlSweepDeleted = `UPDATE partitions SET cleared_offset = max(cleared_offset, ?1),
+		floor_offset = max(floor_offset, ?1), message_count = max(0, message_count - ?2) WHERE id = ?3`
+	sqlSweepDeletedLanes = `UPDATE lanes SET consumed = CASE WHEN cursor <= ?1 THEN 0 ELSE max(0, consumed - ?2) END
+		WHERE partition_id = ?3`
 	sqlHistoryAdd = `INSERT INTO retention_history (tenant, queue, kind, minute, count)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, queue, kind, minute) DO UPDATE SET count = count + excluded.count`
@@ -118,7 +126,7 @@ type sweep struct {
 // sweepPartition is a partition a sweep visits.
 type sweepPartition struct {
 	id, floor int64
-	deleted   int64 // every message up to it is deleted
+	cleared   int64 // every message up to it is gone
 	queue     queueName
 	opts      store.QueueOptions
 }
@@ -138,6 +146,10 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 		return err
 	}
 	for _, sp := range parts {
+		if sw.budget <= 0 {
+			out.Next = sp.id // the budget ran out: the next step starts here
+			return nil
+		}
 		more, err := sw.partition(sp)
 		if err != nil {
 			return err
@@ -163,7 +175,7 @@ func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]swe
 	for rows.Next() {
 		var sp sweepPartition
 		var opts string
-		if err := rows.Scan(&sp.id, &sp.floor, &sp.deleted, &sp.queue.tenant, &sp.queue.name, &opts); err != nil {
+		if err := rows.Scan(&sp.id, &sp.floor, &sp.cleared, &sp.queue.tenant, &sp.queue.name, &opts); err != nil {
 			return nil, err
 		}
 		if sp.opts, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
@@ -260,12 +272,17 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			return false, nil
 		}
 	}
-	offs, more, err := sw.old(sp.id, sp.deleted, cutoff, through, sw.budget)
+	offs, more, err := sw.old(sp.id, sp.cleared, cutoff, through, sw.budget)
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
 	last := offs[len(offs)-1]
-	res, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.deleted, last)
+	// Their traces go first (found through the messages), like their dead
+	// letters outside the step's budget, which counts messages.
+	if _, err := deleteTracesBetween(sw.ctx, sw.tx, sp.id, sp.cleared, last, len(offs), math.MaxInt32); err != nil {
+		return false, fmt.Errorf("retention sweep: %w", err)
+	}
+	res, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleteMessages, sp.id, sp.cleared, last)
 	if err != nil {
 		return false, fmt.Errorf("retention sweep: delete messages: %w", err)
 	}
@@ -281,8 +298,11 @@ func (sw *sweep) expire(sp sweepPartition, cutoff int64, consumed bool) (bool, e
 			}
 		}
 	}
-	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleted, last, sp.id); err != nil {
+	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeleted, last, n, sp.id); err != nil {
 		return false, fmt.Errorf("retention sweep: move floor: %w", err)
+	}
+	if _, err := sw.tx.ExecContext(sw.ctx, sqlSweepDeletedLanes, last, n, sp.id); err != nil {
+		return false, fmt.Errorf("retention sweep: count lanes: %w", err)
 	}
 	sw.forgetUnconsumed(sp.id)
 	sw.count(sp.queue, int(n))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -39,11 +40,12 @@ const (
 		ORDER BY created_at, id`
 	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id IN (SELECT value FROM json_each(?))
 		ORDER BY trace_id, name`
-	// A page of a name's traces, oldest first, of queues that still exist.
+	// A page of a name's traces, oldest first, of queues that still exist,
+	// with their message's payload while it can be read (not once cleared).
 	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
 			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name,
 			(SELECT m.payload FROM messages m WHERE m.partition_id = t.partition_id
-				AND m.transaction_id = t.transaction_id)
+				AND m.transaction_id = t.transaction_id AND m.seq > p.cleared_offset)
 		FROM trace_names n INDEXED BY trace_names_by_name
 		JOIN traces t ON t.id = n.trace_id
 		JOIN partitions p ON p.id = n.partition_id
@@ -57,9 +59,17 @@ const (
 		WHERE tenant = ? ORDER BY last_seen DESC, name DESC LIMIT ? OFFSET ?`
 	sqlTraceNamesTotal = `SELECT COALESCE((SELECT names FROM trace_totals WHERE tenant = ?), 0)`
 
-	// Deleting traces: a bounded batch of a partition's (or of one of its
-	// messages'), with their names.
-	sqlTracesOf            = `SELECT id FROM traces WHERE partition_id = ?1 AND (?2 = '' OR transaction_id = ?2) LIMIT ?3`
+	// Deleting traces: a bounded batch of a partition's (or of some of its
+	// messages', ?2 a JSON array of transactionIds, along traces_message),
+	// with their names.
+	sqlTracesOf         = `SELECT id FROM traces WHERE partition_id = ?1 LIMIT ?2`
+	sqlTracesOfMessages = `SELECT t.id FROM json_each(?2) j CROSS JOIN traces t INDEXED BY traces_message
+		WHERE t.partition_id = ?1 AND t.transaction_id = j.value LIMIT ?3`
+	sqlTracesAny = `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_id = ?)`
+	// The transactionIds of the first ?4 messages of partition ?1 with an
+	// offset in (?2, ?3], oldest first.
+	sqlMessageTxnsBetween = `SELECT transaction_id FROM messages WHERE partition_id = ?1 AND seq > ?2 AND seq <= ?3
+		ORDER BY seq LIMIT ?4`
 	sqlTraceNamesOfDeleted = `SELECT tenant, name, partition_id, transaction_id FROM trace_names
 		WHERE trace_id IN (SELECT value FROM json_each(?))`
 	sqlTraceNamesDelete = `DELETE FROM trace_names WHERE trace_id IN (SELECT value FROM json_each(?))`
@@ -117,11 +127,44 @@ func (s *Store) TraceRecord(ctx context.Context, p *store.TraceRecordParams) err
 	})
 }
 
-// deleteTraces deletes up to limit traces of partition pid (of its message
-// txn when txn is not ""), with their names, keeping the names' summaries
-// exact, and returns how many it deleted.
-func deleteTraces(ctx context.Context, tx *sql.Tx, pid int64, txn string, limit int) (int, error) {
-	ids, err := readInts(ctx, tx, sqlTracesOf, pid, txn, limit)
+// deleteTracesBetween deletes up to limit traces of the first n messages of
+// partition pid with an offset in (after, through], oldest first, before
+// those messages are deleted (a trace names its message by transactionId,
+// so its traces are found while the message is there), and returns how
+// many it deleted: fewer than limit means none of theirs is left. A
+// partition without traces costs one index probe.
+func deleteTracesBetween(ctx context.Context, tx *sql.Tx, pid, after, through int64, n, limit int) (int, error) {
+	var has bool
+	if err := tx.QueryRowContext(ctx, sqlTracesAny, pid).Scan(&has); err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	if !has {
+		return 0, nil
+	}
+	txns, err := readStrings(ctx, tx, sqlMessageTxnsBetween, pid, after, through, n)
+	if err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	if len(txns) == 0 {
+		return 0, nil
+	}
+	return deleteTraces(ctx, tx, pid, txns, limit)
+}
+
+// deleteTraces deletes up to limit traces of partition pid (of its messages
+// txns when txns is not nil), with their names, keeping the names'
+// summaries exact, and returns how many it deleted.
+func deleteTraces(ctx context.Context, tx *sql.Tx, pid int64, txns []string, limit int) (int, error) {
+	var ids []int64
+	var err error
+	if txns == nil {
+		ids, err = readInts(ctx, tx, sqlTracesOf, pid, limit)
+	} else {
+		var list []byte
+		if list, err = json.Marshal(txns); err == nil {
+			ids, err = readInts(ctx, tx, sqlTracesOfMessages, pid, string(list), limit)
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("delete traces: %w", err)
 	}

@@ -451,6 +451,75 @@ func runMessages(t *testing.T, newStore func(t *testing.T) store.Store) {
 		wantIDs(t, "pop", Pop(t, s, PopParams("q", store.QueueMode, At(2*time.Second))), m.PushItem)
 	})
 
+	t.Run("ClearedAreUnreachable", func(t *testing.T) {
+		// A clear makes its messages unreachable at once; their rows are
+		// freed later. Until then no read may find them.
+		s := setup(t, newStore)
+		ms := pushSeries(t, s, T0, "q", "p", 3)
+		got, lease := popAll(t, s, "q", "p", "g", At(5*time.Second))
+		Ack(t, s, At(5*time.Second), AckOf(got[0], "g", lease, store.AckDLQ))
+		trace(t, s, ms[1], At(5*time.Second), `{"step":1}`, "cleared-name")
+		now := At(10 * time.Second)
+		if _, err := s.QueueClear(ctx, &store.QueueClearParams{Name: "q", Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		if got := listedTxns(list(t, s, window(now))); len(got) != 0 {
+			t.Errorf("listing after the clear: %v", got)
+		}
+		p := window(now)
+		p.Status = store.StatusDeadLetter
+		if got := listedTxns(list(t, s, p)); len(got) != 0 {
+			t.Errorf("dead-letter listing after the clear: %v", got)
+		}
+		for _, m := range ms {
+			if _, err := s.MessageGet(ctx, &store.MessageGetParams{MessageRef: m.ref(), Now: now}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("MessageGet of a cleared message: %v", err)
+			}
+			err := s.MessageDeadLetter(ctx, &store.MessageDeadLetterParams{MessageRef: m.ref(), Now: now})
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("MessageDeadLetter of a cleared message: %v", err)
+			}
+			err = s.TraceRecord(ctx, &store.TraceRecordParams{MessageRef: m.ref(), ID: NewID(),
+				ConsumerGroup: store.QueueMode, Data: []byte(`{}`), EventType: "info", Now: now})
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("TraceRecord of a cleared message: %v", err)
+			}
+			if _, err := s.TraceList(ctx, &store.TraceListParams{MessageRef: m.ref()}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("TraceList of a cleared message: %v", err)
+			}
+		}
+		if _, err := s.MessageRequeue(ctx, &store.MessageRequeueParams{MessageRef: ms[0].ref(), Now: now}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("MessageRequeue of a cleared dead letter: %v", err)
+		}
+		if dl := dlqList(t, s, &store.DLQListParams{}); len(dl) != 0 {
+			t.Errorf("DLQ after the clear: %+v", dl)
+		}
+		res, err := s.DLQRequeue(ctx, &store.DLQRequeueParams{Now: now})
+		if err != nil || len(res.Requeued) != 0 {
+			t.Errorf("DLQ retry after the clear: %+v %v, want nothing requeued", res, err)
+		}
+		if ok, err := s.MessageDelete(ctx, &store.MessageDeleteParams{MessageRef: ms[2].ref(), Now: now}); ok || err != nil {
+			t.Errorf("MessageDelete of a cleared message: %v %v, want false", ok, err)
+		}
+		if qm, err := s.StatsQueueMessages(ctx, &store.StatsQueueMessagesParams{Queue: "q", Now: now}); err != nil || len(qm) != 0 {
+			t.Errorf("StatsQueueMessages after the clear: %+v %v", qm, err)
+		}
+		// The trace's name still lists it until its rows are freed, but
+		// not the cleared message's payload.
+		for _, tr := range byName(t, s, &store.TraceListByNameParams{Name: "cleared-name"}).Traces {
+			if tr.Payload != nil {
+				t.Errorf("trace of a cleared message with its payload %s", tr.Payload)
+			}
+		}
+		// Messages pushed after the clear are read as usual.
+		fresh := pushOne(t, s, At(11*time.Second), "q", "p", 9)
+		wantTxns(t, "listing of a message pushed after the clear", listedTxns(list(t, s, window(At(12*time.Second)))),
+			txnsOf(fresh))
+		if _, err := s.MessageGet(ctx, &store.MessageGetParams{MessageRef: fresh.ref(), Now: At(12 * time.Second)}); err != nil {
+			t.Errorf("MessageGet after the clear: %v", err)
+		}
+	})
+
 	t.Run("RequeueDeadLetter", func(t *testing.T) {
 		s := setup(t, newStore)
 		Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.RetryLimit = 0 }))

@@ -115,6 +115,29 @@ func runOptions(t *testing.T, newStore func(t *testing.T) store.Store) {
 			"queued", "queued", "failed")
 	})
 
+	t.Run("MaxSizeLeavesOutDeletedMessages", func(t *testing.T) {
+		// A message deleted on its own frees its place at once, whether
+		// its partition is read by a group or by nobody.
+		s := setup(t, newStore)
+		Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.MaxSize = 3 }))
+		a, b, c := Item("q", "read", 0), Item("q", "read", 1), Item("q", "unread", 2)
+		res := PushItems(t, s, At(0), a, b, c)
+		p := PopParams("q", "g", At(time.Second)) // joins; consumes nothing
+		p.Partition = "read"
+		Pop(t, s, p)
+		wantStatuses(t, "push into the full queue", push(t, s, At(time.Second), Item("q", "read", 3)), "failed")
+		for _, i := range []int{1, 2} {
+			it := []store.PushItem{a, b, c}[i]
+			ref := store.MessageRef{PartitionID: res[i].PartitionID, TransactionID: it.TransactionID}
+			if ok, err := s.MessageDelete(context.Background(), &store.MessageDeleteParams{MessageRef: ref,
+				Now: At(time.Second)}); !ok || err != nil {
+				t.Fatalf("MessageDelete: %v %v", ok, err)
+			}
+		}
+		res = push(t, s, At(2*time.Second), Item("q", "read", 4), Item("q", "unread", 5), Item("q", "unread", 6))
+		wantStatuses(t, "push after two deletes", res, "queued", "queued", "failed")
+	})
+
 	t.Run("MaxSizeZeroIsNoCap", func(t *testing.T) {
 		s := setup(t, newStore)
 		Configure(t, s, "q", store.DefaultQueueOptions())

@@ -170,3 +170,29 @@ func runQueue(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 }
+
+// runQueueReuse: a queue deleted and created again before the first one is
+// purged, several times over, never sees the old one's messages or lanes.
+func runQueueReuse(t *testing.T, newStore func(t *testing.T) store.Store) {
+	t.Run("DeleteAgainBeforePurge", func(t *testing.T) {
+		s := setup(t, newStore)
+		ctx := context.Background()
+		var last []store.PushItem
+		for round := range 3 {
+			last = PushAt(t, s, At(time.Duration(round)*time.Second), "q", "p", 2)
+			if round == 2 {
+				break
+			}
+			m, _ := popAll(t, s, "q", "p", "g", At(time.Duration(round)*time.Second))
+			if len(m) != 2 {
+				t.Fatalf("round %d: popped %d, want the 2 pushed", round, len(m))
+			}
+			existed, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "q", Now: At(time.Duration(round) * time.Second)})
+			if err != nil || !existed {
+				t.Fatalf("round %d: QueueDelete: existed %v err %v", round, existed, err)
+			}
+		}
+		m, _ := popAll(t, s, "q", "p", "g", At(time.Minute))
+		wantIDs(t, "the third queue of the name, before any purge", m, last...)
+	})
+}

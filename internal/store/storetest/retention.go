@@ -149,6 +149,22 @@ func runRetention(t *testing.T, newStore func(t *testing.T) store.Store) {
 		wantEmpty(t, "pop after the sweep", Pop(t, s, PopParams("q", store.QueueMode, At(time.Minute))))
 	})
 
+	t.Run("BudgetEndsAtAPartitionsEnd", func(t *testing.T) {
+		// A step whose budget runs out just as a partition is done must
+		// leave the next partitions to the next step, not skip them.
+		s := setup(t, newStore)
+		Configure(t, s, "q", retention(1))
+		for i := range 3 {
+			PushAt(t, s, At(0), "q", "p"+itoa(i), 4)
+		}
+		wantRemoved(t, "sweep in steps of 4", Sweep(t, s, store.RetentionExpired, At(time.Minute), 4), 12)
+		Configure(t, s, "e", Options(func(o *store.QueueOptions) { o.MaxWaitTimeSeconds = 1 }))
+		for i := range 3 {
+			PushAt(t, s, At(0), "e", "p"+itoa(i), 4)
+		}
+		wantRemoved(t, "eviction in steps of 4", Sweep(t, s, store.RetentionEviction, At(time.Minute), 4), 12)
+	})
+
 	t.Run("CompletedByEveryGroup", func(t *testing.T) {
 		s := setup(t, newStore)
 		Configure(t, s, "q", Options(func(o *store.QueueOptions) {

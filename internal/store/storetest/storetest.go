@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Lease", func(t *testing.T) { runLease(t, newStore) })
 	t.Run("Tx", func(t *testing.T) { runTx(t, newStore) })
 	t.Run("Queue", func(t *testing.T) { runQueue(t, newStore) })
+	t.Run("QueueReuse", func(t *testing.T) { runQueueReuse(t, newStore) })
 	t.Run("Settings", func(t *testing.T) { runSettings(t, newStore) })
 	t.Run("Tenancy", func(t *testing.T) { runTenancy(t, newStore) })
 	t.Run("Inspect", func(t *testing.T) { runInspect(t, newStore) })
@@ -52,9 +53,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("DLQ", func(t *testing.T) { runDLQ(t, newStore) })
 	t.Run("Traces", func(t *testing.T) { runTraces(t, newStore) })
 	t.Run("Stats", func(t *testing.T) { runStats(t, newStore) })
+	t.Run("Streams", func(t *testing.T) { runStreams(t, newStore) })
 	t.Run("Concurrency", func(t *testing.T) { runConcurrency(t, newStore) })
 	t.Run("Options", func(t *testing.T) { runOptions(t, newStore) })     // options.go
 	t.Run("Retention", func(t *testing.T) { runRetention(t, newStore) }) // retention.go
+	t.Run("Figures", func(t *testing.T) { runFigures(t, newStore) })     // figures.go
 	t.Run("KV", func(t *testing.T) { runKV(t, newStore) })               // kv.go
 	t.Run("Timers", func(t *testing.T) { runTimers(t, newStore) })       // timers.go
 	t.Run("Ephemeral", func(t *testing.T) { runEphemeral(t, newStore) }) // ephemeral.go

@@ -189,6 +189,78 @@ func runTraces(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
+	// wantOnlyName fails unless the tenant's only trace name is name, with
+	// traces traces of messages messages.
+	wantOnlyName := func(t *testing.T, s store.Store, name string, traces, messages int) {
+		t.Helper()
+		names := traceNamesOf(t, s, &store.TraceNamesParams{})
+		if names.Total != 1 || len(names.Names) != 1 || names.Names[0].Name != name ||
+			names.Names[0].TraceCount != traces || names.Names[0].MessageCount != messages {
+			t.Errorf("names: total %d %+v, want only %s with %d traces of %d messages", names.Total, names.Names,
+				name, traces, messages)
+		}
+	}
+
+	t.Run("ClearPurgeFreesTraces", func(t *testing.T) {
+		s := setup(t, newStore)
+		a := pushOne(t, s, T0, "q", "p", 1)
+		b := pushOne(t, s, T0, "q", "p", 2)
+		keep := pushOne(t, s, T0, "other", "p", 3)
+		for i := range 3 {
+			trace(t, s, a, At(time.Duration(i)*time.Second), `{}`, "gone", "shared")
+		}
+		trace(t, s, b, At(5*time.Second), `{}`, "gone")
+		trace(t, s, keep, At(6*time.Second), `{}`, "shared")
+		if _, err := s.QueueClear(ctx, &store.QueueClearParams{Name: "q", Now: At(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		after := pushOne(t, s, At(time.Minute), "q", "p", 4) // not cleared: its trace stays
+		trace(t, s, after, At(time.Minute), `{}`, "shared")
+		rows := 0
+		for more, steps := true, 0; more; steps++ {
+			if steps > 100 {
+				t.Fatal("QueueClearPurge never finished")
+			}
+			res, err := s.QueueClearPurge(ctx, &store.QueuePurgeParams{Limit: 2, Now: At(time.Minute)})
+			if err != nil {
+				t.Fatalf("QueueClearPurge: %v", err)
+			}
+			if res.Deleted > 2 {
+				t.Fatalf("QueueClearPurge with limit 2 deleted %d rows", res.Deleted)
+			}
+			rows, more = rows+res.Deleted, res.More
+		}
+		if rows != 6 { // 2 messages and their 4 traces
+			t.Errorf("purged %d rows, want 6", rows)
+		}
+		wantOnlyName(t, s, "shared", 2, 2)
+		for _, m := range []pushed{keep, after} {
+			if got, err := s.TraceList(ctx, &store.TraceListParams{MessageRef: m.ref()}); err != nil || len(got) != 1 {
+				t.Errorf("traces of a message not cleared: %v %v", got, err)
+			}
+		}
+	})
+
+	t.Run("RetentionFreesTraces", func(t *testing.T) {
+		s := setup(t, newStore)
+		Configure(t, s, "q", retention(60))
+		var old []pushed
+		for i := range 3 {
+			old = append(old, pushOne(t, s, At(0), "q", "p", i))
+		}
+		kept := pushOne(t, s, At(100*time.Second), "q", "p", 9)
+		for _, m := range old {
+			trace(t, s, m, At(time.Second), `{}`, "expired", "shared")
+			trace(t, s, m, At(2*time.Second), `{}`, "expired")
+		}
+		trace(t, s, kept, At(101*time.Second), `{}`, "shared")
+		wantRemoved(t, "sweep", Sweep(t, s, store.RetentionExpired, At(70*time.Second), 2), 3)
+		wantOnlyName(t, s, "shared", 1, 1)
+		if got, err := s.TraceList(ctx, &store.TraceListParams{MessageRef: kept.ref()}); err != nil || len(got) != 1 {
+			t.Errorf("traces of the kept message: %v %v", got, err)
+		}
+	})
+
 	t.Run("TenantsHaveTheirOwnNames", func(t *testing.T) {
 		s := setup(t, newStore)
 		a := itemOf(tenantA, "orders", "p", 1)

@@ -1,0 +1,534 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/streams"
+)
+
+// Queen's stream queries: the three routes its Go and JS stream SDKs call
+// (snake_case keys, Queen's texts), and the control plane's view of the
+// queries with the size of their state. Bodies that do not decode, and
+// values a route can refuse without the database (a missing id, a name
+// that is not a valid name, an unknown state-op type), are 400 as on every
+// route; a cycle that reaches the database answers 200 whatever happens to
+// it, with success false and nothing written when it fails.
+
+// MaxStateKeyBytes bounds a state key: keys are part of an index key, and
+// PostgreSQL refuses index rows over about 2.7 KB.
+const MaxStateKeyBytes = 1024
+
+// streamRoutes serve stream queries: registration, cycles and state reads
+// (Queen's /streams/v1), and listing and deleting queries.
+func (a *api) streamRoutes() []route {
+	return []route{
+		r(AccessReadWrite, "POST", "/streams/v1/queries", "streams_register", a.streamsRegister),
+		r(AccessReadWrite, "POST", "/streams/v1/cycle", "streams_cycle", a.streamsCycle),
+		r(AccessRead, "POST", "/streams/v1/state/get", "streams_state_get", a.streamsStateGet),
+		r(AccessRead, "GET", "/api/v1/streams/queries", "streams_query_list", a.streamsQueryList),
+		r(AccessRead, "GET", "/api/v1/streams/queries/{name}", "streams_query_get", a.streamsQueryGet),
+		r(AccessAdmin, "DELETE", "/api/v1/streams/queries/{name}", "streams_query_delete", a.streamsQueryDelete),
+	}
+}
+
+// errNotObject is Queen's answer to a stream body that is JSON but not an
+// object.
+var errNotObject = badRequest("request body must be a JSON object")
+
+// decodeObject parses a stream route's body into v: a body that does not
+// parse is "bad body: …", a JSON value other than an object Queen's
+// "request body must be a JSON object".
+func decodeObject(body []byte, v any) error {
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && json.Valid(t) {
+		return errNotObject
+	}
+	return unmarshal(body, v)
+}
+
+// requiredID returns the UUID at key in canonical form: Queen's "<key> is
+// required" when it is absent or empty.
+func requiredID(key string, v *string) (string, error) {
+	if v == nil || *v == "" {
+		return "", badRequest(key + " is required")
+	}
+	id, err := uuid.Parse(*v)
+	if err != nil || len(*v) > MaxIDBytes {
+		return "", badBody("%s is not a UUID", key)
+	}
+	return id.String(), nil
+}
+
+// requiredName returns the name at key: Queen's "<key> is required" when
+// it is absent or empty, a bad body when it is not a valid name.
+func requiredName(key string, v *string, kind nameKind) (string, error) {
+	if v == nil || *v == "" {
+		return "", badRequest(key + " is required")
+	}
+	if err := checkBodyText(*v, kind, at("", key)); err != nil {
+		return "", err
+	}
+	return *v, nil
+}
+
+// checkStateKey refuses a state key that is not valid UTF-8, holds a NUL
+// or exceeds MaxStateKeyBytes. Other control characters are fine: Queen's
+// SDKs separate the parts of a key with U+001F.
+func checkStateKey(k string, where func() string) error {
+	switch {
+	case len(k) > MaxStateKeyBytes:
+		return badBody("%s is %d bytes long, the limit is %d", where(), len(k), MaxStateKeyBytes)
+	case !utf8.ValidString(k):
+		return badBody("%s is not valid UTF-8", where())
+	case strings.IndexByte(k, 0) >= 0:
+		return badBody("%s contains a NUL character", where())
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// POST /streams/v1/queries
+
+type streamsRegisterBody struct {
+	ConfigHash  *string `json:"config_hash"`
+	Name        *string `json:"name"`
+	Reset       *bool   `json:"reset"`
+	SinkQueue   *string `json:"sink_queue"`
+	SourceQueue *string `json:"source_queue"`
+}
+
+// DecodeStreamsRegister parses a registration body.
+func DecodeStreamsRegister(body []byte) (streams.Registration, error) {
+	var b streamsRegisterBody
+	if err := decodeObject(body, &b); err != nil {
+		return streams.Registration{}, err
+	}
+	var r streams.Registration
+	var err error
+	if r.Name, err = requiredName("name", b.Name, kindName); err != nil {
+		return r, err
+	}
+	if r.SourceQueue, err = requiredName("source_queue", b.SourceQueue, kindName); err != nil {
+		return r, err
+	}
+	if r.ConfigHash, err = requiredName("config_hash", b.ConfigHash, kindID); err != nil {
+		return r, err
+	}
+	if r.SinkQueue = deref(b.SinkQueue); r.SinkQueue != "" {
+		if err := checkBodyText(r.SinkQueue, kindName, at("", "sink_queue")); err != nil {
+			return r, err
+		}
+	}
+	r.Reset = b.Reset != nil && *b.Reset
+	return r, nil
+}
+
+type streamsRegisterJSON struct {
+	Success    bool   `json:"success"`
+	QueryID    string `json:"query_id"`
+	Name       string `json:"name"`
+	ConfigHash string `json:"config_hash"`
+	Fresh      bool   `json:"fresh"`
+	Reset      bool   `json:"reset"`
+}
+
+// streamsMismatchJSON is the 409 of a config hash mismatch: Queen's stored
+// procedure result, which its SDKs read (the error and the query's id), so
+// it is written here rather than as the usual {"error": …}.
+type streamsMismatchJSON struct {
+	Success bool   `json:"success"`
+	QueryID string `json:"query_id"`
+	Name    string `json:"name"`
+	Error   string `json:"error"`
+}
+
+func (a *api) streamsRegister(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	reg, err := DecodeStreamsRegister(body)
+	if err != nil {
+		return err
+	}
+	res, err := a.streams.Register(r.Context(), caller(r).Tenant, reg)
+	var mismatch *streams.MismatchError
+	if errors.As(err, &mismatch) {
+		writeJSON(w, http.StatusConflict, streamsMismatchJSON{QueryID: mismatch.QueryID, Name: mismatch.Name,
+			Error: mismatch.Error()})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, streamsRegisterJSON{Success: true, QueryID: res.QueryID, Name: reg.Name,
+		ConfigHash: reg.ConfigHash, Fresh: res.Fresh, Reset: res.Reset})
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// POST /streams/v1/cycle
+
+type stateOpJSON struct {
+	Key   *string         `json:"key"`
+	Type  *string         `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+type cyclePushJSON struct {
+	pushItemJSON
+	MessageID *string `json:"messageId"`
+}
+
+type cycleAckJSON struct {
+	Count         *int    `json:"count"`
+	Error         *string `json:"error"`
+	LeaseID       *string `json:"leaseId"`
+	Status        *string `json:"status"`
+	TransactionID *string `json:"transactionId"`
+}
+
+type cycleBody struct {
+	Ack           *cycleAckJSON   `json:"ack"`
+	ConsumerGroup *string         `json:"consumer_group"`
+	PartitionID   *string         `json:"partition_id"`
+	PushItems     []cyclePushJSON `json:"push_items"`
+	QueryID       *string         `json:"query_id"`
+	ReleaseLease  *bool           `json:"release_lease"`
+	StateOps      []stateOpJSON   `json:"state_ops"`
+}
+
+// rangeCount bounds an ack's count.
+var rangeCount = intRange{0, 1<<31 - 1}
+
+// DecodeStreamsCycle parses a cycle body.
+func DecodeStreamsCycle(body []byte) (*streams.Cycle, error) {
+	var b cycleBody
+	if err := decodeObject(body, &b); err != nil {
+		return nil, err
+	}
+	cy := &streams.Cycle{ReleaseLease: b.ReleaseLease == nil || *b.ReleaseLease}
+	var err error
+	if cy.QueryID, err = requiredID("query_id", b.QueryID); err != nil {
+		return nil, err
+	}
+	if cy.PartitionID, err = requiredID("partition_id", b.PartitionID); err != nil {
+		return nil, err
+	}
+	if cy.ConsumerGroup = deref(b.ConsumerGroup); cy.ConsumerGroup != "" {
+		if err := checkBodyText(cy.ConsumerGroup, kindName, at("", "consumer_group")); err != nil {
+			return nil, err
+		}
+	}
+	if cy.StateOps, err = stateOps(b.StateOps); err != nil {
+		return nil, err
+	}
+	if cy.Pushes, err = cyclePushes(b.PushItems); err != nil {
+		return nil, err
+	}
+	if b.Ack != nil {
+		if cy.Ack, err = b.Ack.ack(); err != nil {
+			return nil, err
+		}
+	}
+	return cy, nil
+}
+
+func stateOps(in []stateOpJSON) ([]store.StreamStateOp, error) {
+	ops := make([]store.StreamStateOp, len(in))
+	for i, op := range in {
+		path := elem("state_ops", i)
+		if op.Type == nil {
+			return nil, fieldError(path, "type", "missing", "upsert or delete")
+		}
+		if op.Key == nil {
+			return nil, fieldError(path, "key", "missing", "")
+		}
+		if err := checkStateKey(*op.Key, at(path, "key")); err != nil {
+			return nil, err
+		}
+		switch *op.Type {
+		case "upsert":
+			value := []byte(op.Value)
+			switch {
+			case len(value) == 0:
+				value = []byte("{}") // Queen's default for a missing value
+			case bytes.ContainsAny(value, " \t\r\n"):
+				var compact bytes.Buffer
+				if json.Compact(&compact, value) == nil {
+					value = compact.Bytes()
+				}
+			}
+			ops[i] = store.StreamStateOp{Key: *op.Key, Value: value}
+		case "delete":
+			ops[i] = store.StreamStateOp{Key: *op.Key, Delete: true}
+		default:
+			return nil, badBody("%s.type: expected upsert or delete, got %q", path, *op.Type)
+		}
+	}
+	return ops, nil
+}
+
+func cyclePushes(in []cyclePushJSON) ([]store.PushItem, error) {
+	plain := make([]pushItemJSON, len(in))
+	for i := range in {
+		plain[i] = in[i].pushItemJSON
+	}
+	items, err := pushItems(plain, "push_items")
+	if err != nil {
+		return nil, err
+	}
+	for i := range in {
+		if id := deref(in[i].MessageID); id != "" {
+			u, err := uuid.Parse(id)
+			if err != nil || len(id) > MaxIDBytes {
+				return nil, badBody("%s.messageId is not a UUID", elem("push_items", i))
+			}
+			items[i].MessageID = u.String()
+		}
+	}
+	return items, nil
+}
+
+func (a *cycleAckJSON) ack() (*streams.Ack, error) {
+	if state := presence(a.TransactionID); state != "" {
+		return nil, fieldError("ack", "transactionId", state, "")
+	}
+	for _, f := range [...]struct {
+		key  string
+		v    *string
+		kind nameKind
+	}{
+		{"transactionId", a.TransactionID, kindName}, {"leaseId", a.LeaseID, kindID}, {"error", a.Error, kindText},
+	} {
+		if f.v != nil && *f.v != "" {
+			if err := checkBodyText(*f.v, f.kind, at("ack", f.key)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := &streams.Ack{Count: 1, Error: deref(a.Error), LeaseID: deref(a.LeaseID), TransactionID: *a.TransactionID}
+	if a.Count != nil {
+		if err := rangeCount.check(func() string { return "bad body: ack.count" }, *a.Count); err != nil {
+			return nil, err
+		}
+		out.Count = *a.Count
+	}
+	switch s := deref(a.Status); s {
+	case "", "completed", "success":
+	case "failed", "dlq":
+		out.Failed = true
+	default:
+		return nil, badBody("ack.status: expected completed, success, failed or dlq, got %q", s)
+	}
+	return out, nil
+}
+
+type cycleAckResultJSON struct {
+	Success       bool `json:"success"`
+	Count         int  `json:"count"`
+	LeaseReleased bool `json:"lease_released"`
+	DLQ           bool `json:"dlq"`
+}
+
+// cycleJSON is a cycle's answer, of a commit and of a failure alike.
+type cycleJSON struct {
+	Success         bool                `json:"success"`
+	QueryID         string              `json:"query_id"`
+	PartitionID     string              `json:"partition_id"`
+	QueueName       *string             `json:"queueName"`
+	StateOpsApplied int                 `json:"state_ops_applied"`
+	PushResults     []pushVerdictJSON   `json:"push_results"`
+	AckResult       *cycleAckResultJSON `json:"ack_result"`
+	Error           *string             `json:"error,omitempty"`
+}
+
+// streamsCycle answers 200 once the cycle reached the store, committed or
+// not: Queen's SDKs read success and error. Only a request refused at the
+// door (400) or a store that cannot be reached (503) is an HTTP error.
+func (a *api) streamsCycle(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	cy, err := DecodeStreamsCycle(body)
+	if err != nil {
+		return err
+	}
+	res, err := a.streams.Cycle(r.Context(), caller(r), cy)
+	if err != nil {
+		return err
+	}
+	out := cycleJSON{Success: res.Success, QueryID: cy.QueryID, PartitionID: cy.PartitionID,
+		QueueName: nullable(res.Queue), StateOpsApplied: res.StateOpsApplied, Error: nullable(res.Error),
+		PushResults: make([]pushVerdictJSON, len(res.Pushes))}
+	for i, v := range res.Pushes {
+		out.PushResults[i] = pushVerdictJSON{Index: i, MessageID: nullable(v.MessageID), TransactionID: v.TransactionID,
+			QueueName: v.Queue, Status: string(v.Status)}
+	}
+	if ack := res.Ack; ack != nil {
+		out.AckResult = &cycleAckResultJSON{Success: true, Count: ack.Count, LeaseReleased: ack.LeaseReleased, DLQ: ack.DLQ}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// POST /streams/v1/state/get
+
+type stateGetBody struct {
+	KeyPrefix      *string  `json:"key_prefix"`
+	Keys           []string `json:"keys"`
+	PartitionID    *string  `json:"partition_id"`
+	QueryID        *string  `json:"query_id"`
+	RipeAtOrBefore *float64 `json:"ripe_at_or_before"`
+}
+
+// DecodeStreamsStateGet parses a state read.
+func DecodeStreamsStateGet(body []byte) (streams.StateQuery, error) {
+	var b stateGetBody
+	var q streams.StateQuery
+	if err := decodeObject(body, &b); err != nil {
+		return q, err
+	}
+	var err error
+	if q.QueryID, err = requiredID("query_id", b.QueryID); err != nil {
+		return q, err
+	}
+	if q.PartitionID, err = requiredID("partition_id", b.PartitionID); err != nil {
+		return q, err
+	}
+	for i, k := range b.Keys {
+		if err := checkStateKey(k, func() string { return elem("keys", i) }); err != nil {
+			return q, err
+		}
+	}
+	q.Keys, q.RipeAtOrBefore = b.Keys, b.RipeAtOrBefore
+	if q.KeyPrefix = deref(b.KeyPrefix); q.KeyPrefix != "" {
+		if err := checkStateKey(q.KeyPrefix, at("", "key_prefix")); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+type stateRowJSON struct {
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	UpdatedAt string          `json:"updated_at"`
+}
+
+type stateGetJSON struct {
+	Success bool           `json:"success"`
+	Rows    []stateRowJSON `json:"rows"`
+}
+
+func (a *api) streamsStateGet(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	q, err := DecodeStreamsStateGet(body)
+	if err != nil {
+		return err
+	}
+	rows, err := a.streams.State(r.Context(), caller(r).Tenant, q)
+	if err != nil {
+		return err
+	}
+	out := stateGetJSON{Success: true, Rows: make([]stateRowJSON, len(rows))}
+	for i, row := range rows {
+		out.Rows[i] = stateRowJSON{Key: row.Key, Value: row.Value, UpdatedAt: timestamp(row.UpdatedAt)}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// The control plane: /api/v1/streams/queries
+
+type stateSizeJSON struct {
+	Partitions int   `json:"partitions"`
+	Rows       int64 `json:"rows"`
+	Bytes      int64 `json:"bytes"`
+}
+
+type streamQueryJSON struct {
+	QueryID     string        `json:"queryId"`
+	Name        string        `json:"name"`
+	SourceQueue string        `json:"sourceQueue"`
+	SinkQueue   *string       `json:"sinkQueue"`
+	ConfigHash  string        `json:"configHash"`
+	CreatedAt   string        `json:"createdAt"`
+	UpdatedAt   string        `json:"updatedAt"`
+	State       stateSizeJSON `json:"state"`
+}
+
+func streamQuery(q *store.StreamQuery) streamQueryJSON {
+	return streamQueryJSON{QueryID: q.ID, Name: q.Name, SourceQueue: q.SourceQueue, SinkQueue: nullable(q.SinkQueue),
+		ConfigHash: q.ConfigHash, CreatedAt: timestamp(q.CreatedAt), UpdatedAt: timestamp(q.UpdatedAt),
+		State: stateSizeJSON{Partitions: q.State.Partitions, Rows: q.State.Rows, Bytes: q.State.Bytes}}
+}
+
+type streamQueryListJSON struct {
+	Queries    []streamQueryJSON `json:"queries"`
+	Pagination paginationJSON    `json:"pagination"`
+}
+
+func (a *api) streamsQueryList(w http.ResponseWriter, r *http.Request) error {
+	q := parseQuery(r)
+	limit, offset := q.page(DefaultListLimit, MaxListLimit)
+	if q.err != nil {
+		return q.err
+	}
+	res, err := a.streams.Queries(r.Context(), caller(r).Tenant, limit, offset)
+	if err != nil {
+		return err
+	}
+	out := streamQueryListJSON{Queries: make([]streamQueryJSON, len(res.Queries)),
+		Pagination: paginationJSON{Limit: limit, Offset: offset, Total: res.Total}}
+	for i := range res.Queries {
+		out.Queries[i] = streamQuery(&res.Queries[i])
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *api) streamsQueryGet(w http.ResponseWriter, r *http.Request) error {
+	if err := pathNames(r, "name"); err != nil {
+		return err
+	}
+	q, err := a.streams.Query(r.Context(), caller(r).Tenant, r.PathValue("name"))
+	if err != nil {
+		return entity(err)
+	}
+	writeJSON(w, http.StatusOK, streamQuery(q))
+	return nil
+}
+
+type streamQueryDeleteJSON struct {
+	Deleted bool   `json:"deleted"`
+	Name    string `json:"name"`
+}
+
+// streamsQueryDelete answers 200 whether or not the query existed, as a
+// queue deletion does.
+func (a *api) streamsQueryDelete(w http.ResponseWriter, r *http.Request) error {
+	if err := pathNames(r, "name"); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	existed, err := a.streams.Delete(r.Context(), caller(r).Tenant, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, streamQueryDeleteJSON{Deleted: existed, Name: name})
+	return nil
+}
