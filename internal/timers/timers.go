@@ -69,6 +69,7 @@ func invalidf(format string, args ...any) error {
 
 // Timers serves timers and runs the timer service.
 type Timers struct {
+	warned time.Time // the service's last warning (run's goroutine only)
 	broker Broker
 	cfg    Config
 	log    *slog.Logger
@@ -285,7 +286,7 @@ func (t *Timers) fireDue(ctx context.Context) time.Time {
 	release, ok, err := t.store.JobLockTry(ctx, jobLock)
 	if err != nil || !ok {
 		if err != nil && ctx.Err() == nil {
-			t.log.Warn("timer lock", "err", err)
+			t.warn("timer lock failed", err)
 		}
 		return time.Time{}
 	}
@@ -294,7 +295,7 @@ func (t *Timers) fireDue(ctx context.Context) time.Time {
 		res, err := t.store.TimerFireDue(ctx, &store.TimerFireDueParams{Limit: t.cfg.Batch, Now: t.cfg.Now()})
 		if err != nil {
 			if ctx.Err() == nil {
-				t.log.Warn("timer fire failed", "err", err)
+				t.warn("timer fire failed", err)
 			}
 			return time.Time{}
 		}
@@ -313,6 +314,15 @@ func (t *Timers) fireDue(ctx context.Context) time.Time {
 		return time.Time{}
 	}
 	return next
+}
+
+// warn logs a failure of the service at most every 10 s: it retries every
+// poll interval, and an outage must not flood the log.
+func (t *Timers) warn(msg string, err error) {
+	if now := time.Now(); now.Sub(t.warned) >= 10*time.Second {
+		t.warned = now
+		t.log.Warn(msg, "err", err)
+	}
 }
 
 // prune deletes timers that finished more than cfg.Keep ago.
