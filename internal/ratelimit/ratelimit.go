@@ -51,7 +51,15 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	pruned  time.Time // when full buckets were last dropped
 }
+
+// pruneAbove is the number of buckets above which Take drops, at most once
+// a second, the buckets that have refilled completely. A full bucket is what
+// a tenant's first request finds anyway, so dropping one changes nothing a
+// client can see, and tenants minted by the thousand (a tenant is any UUID a
+// request names) cannot grow the map without bound.
+const pruneAbove = 10000
 
 // bucket is one tenant's bucket; the Limiter's mutex guards it.
 type bucket struct {
@@ -82,6 +90,9 @@ func (l *Limiter) Take(tenant string, cost int) (ok bool, retryAfter time.Durati
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.buckets) > pruneAbove && now.Sub(l.pruned) >= time.Second {
+		l.prune(now)
+	}
 	b := l.buckets[tenant]
 	if b == nil {
 		lim, found := l.overrides[tenant]
@@ -102,6 +113,16 @@ func (l *Limiter) Take(tenant string, cost int) (ok bool, retryAfter time.Durati
 	}
 	deficit := need - b.tokens
 	return false, time.Duration(deficit / b.limit.Rate * float64(time.Second))
+}
+
+// prune drops the buckets that are full at now. l.mu is held.
+func (l *Limiter) prune(now time.Time) {
+	l.pruned = now
+	for tenant, b := range l.buckets {
+		if b.tokens+now.Sub(b.at).Seconds()*b.limit.Rate >= float64(b.limit.Burst) {
+			delete(l.buckets, tenant)
+		}
+	}
 }
 
 // RetryAfterSeconds is the Retry-After of a refusal: whole seconds rounded

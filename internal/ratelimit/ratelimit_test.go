@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -58,5 +59,24 @@ func TestOverrides(t *testing.T) {
 	}
 	if ok, wait := l.Take("22222222-2222-2222-2222-222222222222", 1); ok || RetryAfterSeconds(wait) != 2 {
 		t.Fatalf("second take: %v %v, want refused with Retry-After 2", ok, wait)
+	}
+}
+
+// Tenants are any UUIDs requests name: the buckets of many one-off tenants
+// must not pile up, and dropping them must not refill a bucket in use.
+func TestFullBucketsAreDropped(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := New(Config{Default: Limit{Rate: 1, Burst: 2}, Now: func() time.Time { return now }})
+	l.Take("busy", 2) // empty; refills in 2 s
+	for i := 0; i <= pruneAbove; i++ {
+		l.Take(fmt.Sprintf("once-%d", i), 1) // half full; refills in 1 s
+	}
+	now = now.Add(1500 * time.Millisecond)
+	l.Take("another", 1) // above the threshold: prunes the full ones
+	if n := len(l.buckets); n != 2 {
+		t.Fatalf("%d buckets left after pruning, want 2 (busy, another)", n)
+	}
+	if ok, _ := l.Take("busy", 2); ok {
+		t.Fatal("a bucket still refilling was dropped and came back full")
 	}
 }
