@@ -54,13 +54,19 @@ const (
 		WHERE p.id = d.partition_id AND q.id = p.queue_id AND ` + dlqWhere + `
 		  AND (d.partition_id, d.message_seq) IN (SELECT * FROM unnest($7::bigint[], $8::bigint[]))
 		RETURNING d.partition_id, d.message_seq`
-	// The named messages, of the tenant's queues.
+	// The named messages, of the tenant's queues. The message is a LATERAL
+	// subquery on (partition, transactionId) alone, with the offset test
+	// outside it: one probe of messages_partition_txn per ref. Written as
+	// a join, the planner walked the whole partition by primary key from
+	// its cleared offset for every ref (as ack resolution once did).
 	sqlDLQMessagesByRef = `SELECT a.ord, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
 			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
 		JOIN partitions p ON p.uuid = a.partition_uuid
 		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
-		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id AND m.seq > p.cleared_offset`
+		CROSS JOIN LATERAL (SELECT * FROM messages m
+			WHERE m.partition_id = p.id AND m.transaction_id = a.transaction_id LIMIT 1) m
+		WHERE m.seq > p.cleared_offset`
 	// Messages by offset.
 	sqlDLQMessagesAt = `SELECT 0::bigint, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
 			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
@@ -68,10 +74,14 @@ const (
 		JOIN partitions p ON p.id = a.partition_id
 		JOIN queues q ON q.id = p.queue_id
 		JOIN messages m ON m.partition_id = a.partition_id AND m.seq = a.seq`
-	// Which of these transactionIds are taken in their partition.
-	sqlTxnsTaken = `SELECT m.partition_id, m.transaction_id FROM messages m
-		JOIN unnest($1::bigint[], $2::text[]) AS a(partition_id, transaction_id)
-			ON m.partition_id = a.partition_id AND m.transaction_id = a.transaction_id`
+	// Which of these transactionIds are taken in their partition: one probe
+	// of messages_partition_txn each, as a scalar subquery (see the push
+	// insert's dup).
+	sqlTxnsTaken = `SELECT partition_id, transaction_id FROM (
+			SELECT a.partition_id, a.transaction_id, (SELECT true FROM messages m
+				WHERE m.partition_id = a.partition_id AND m.transaction_id = a.transaction_id) AS taken
+			FROM unnest($1::bigint[], $2::text[]) AS a(partition_id, transaction_id)) x
+		WHERE taken`
 )
 
 // dlqArgs are the filter's arguments $1 to $6.
