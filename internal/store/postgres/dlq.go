@@ -38,40 +38,67 @@ const (
 		WHERE ` + dlqWhere + `
 		LIMIT $7)`
 	// Take the oldest dead letters matching the filter (skipping those a
-	// concurrent requeue holds) and return their messages.
-	sqlDLQTakeOldest = `DELETE FROM dead_letters WHERE id IN (
+	// concurrent requeue holds) and return their messages. Each dead
+	// letter's partition is a LATERAL probe of its primary key (OFFSET 0
+	// keeps the planner from turning it into a join), and the dead letters
+	// taken are deleted by primary key: as joins, statistics that thought
+	// the tables small hashed them against scans of partitions and of
+	// dead_letters.
+	sqlDLQTakeOldest = `DELETE FROM dead_letters WHERE id = ANY(ARRAY(
 			SELECT d.id FROM dead_letters d
-			JOIN partitions p ON p.id = d.partition_id
+			CROSS JOIN LATERAL (SELECT * FROM partitions p WHERE p.id = d.partition_id OFFSET 0) p
 			JOIN queues q ON q.id = p.queue_id
 			WHERE ` + dlqWhere + `
 			ORDER BY d.failed_at, d.id
 			LIMIT $7
-			FOR UPDATE OF d SKIP LOCKED)
+			FOR UPDATE OF d SKIP LOCKED))
 		RETURNING partition_id, message_seq`
-	// Take the named messages' dead letters matching the filter. A
-	// concurrent requeue of the same one waits, then finds it gone.
-	sqlDLQTakeOf = `DELETE FROM dead_letters d USING partitions p, queues q
-		WHERE p.id = d.partition_id AND q.id = p.queue_id AND ` + dlqWhere + `
-		  AND (d.partition_id, d.message_seq) IN (SELECT * FROM unnest($7::bigint[], $8::bigint[]))
-		RETURNING d.partition_id, d.message_seq`
-	// The named messages, of the tenant's queues.
+	// Take the named messages' dead letters matching the filter: per
+	// message, its partition and its dead letters by index (LATERAL, as
+	// above). A concurrent requeue of the same one waits, then finds it
+	// gone.
+	sqlDLQTakeOf = `DELETE FROM dead_letters WHERE id = ANY(ARRAY(
+			SELECT d.id FROM unnest($7::bigint[], $8::bigint[]) AS a(partition_id, seq)
+			CROSS JOIN LATERAL (SELECT * FROM partitions p WHERE p.id = a.partition_id OFFSET 0) p
+			JOIN queues q ON q.id = p.queue_id
+			CROSS JOIN LATERAL (SELECT * FROM dead_letters d
+				WHERE d.partition_id = a.partition_id AND d.message_seq = a.seq OFFSET 0) d
+			WHERE ` + dlqWhere + `))
+		RETURNING partition_id, message_seq`
+	// The named messages, of the tenant's queues: per ref, its partition
+	// by uuid, then its message as a probe of messages_partition_txn on
+	// (partition, transactionId) alone, the offset test outside it (LATERAL
+	// subqueries with OFFSET 0 or LIMIT, which the planner cannot turn into
+	// joins). As joins, stale statistics had the planner walk each
+	// message's whole partition by primary key from its cleared offset (as
+	// ack resolution once did), or hash the refs against a scan of
+	// partitions.
 	sqlDLQMessagesByRef = `SELECT a.ord, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
 			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
-		JOIN partitions p ON p.uuid = a.partition_uuid
+		CROSS JOIN LATERAL (SELECT * FROM partitions p WHERE p.uuid = a.partition_uuid OFFSET 0) p
 		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
-		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = a.transaction_id AND m.seq > p.cleared_offset`
-	// Messages by offset.
+		CROSS JOIN LATERAL (SELECT * FROM messages m
+			WHERE m.partition_id = p.id AND m.transaction_id = a.transaction_id LIMIT 1) m
+		WHERE m.seq > p.cleared_offset`
+	// Messages by offset: per message, its partition and the message by
+	// primary key (LATERAL, as above: as joins, the planner hashed the
+	// offsets against a scan of partitions and walked each partition).
 	sqlDLQMessagesAt = `SELECT 0::bigint, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
 			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
 		FROM unnest($1::bigint[], $2::bigint[]) AS a(partition_id, seq)
-		JOIN partitions p ON p.id = a.partition_id
+		CROSS JOIN LATERAL (SELECT * FROM partitions p WHERE p.id = a.partition_id OFFSET 0) p
 		JOIN queues q ON q.id = p.queue_id
-		JOIN messages m ON m.partition_id = a.partition_id AND m.seq = a.seq`
-	// Which of these transactionIds are taken in their partition.
-	sqlTxnsTaken = `SELECT m.partition_id, m.transaction_id FROM messages m
-		JOIN unnest($1::bigint[], $2::text[]) AS a(partition_id, transaction_id)
-			ON m.partition_id = a.partition_id AND m.transaction_id = a.transaction_id`
+		CROSS JOIN LATERAL (SELECT * FROM messages m
+			WHERE m.partition_id = a.partition_id AND m.seq = a.seq OFFSET 0) m`
+	// Which of these transactionIds are taken in their partition: one probe
+	// of messages_partition_txn each, as a scalar subquery (see the push
+	// insert's dup).
+	sqlTxnsTaken = `SELECT partition_id, transaction_id FROM (
+			SELECT a.partition_id, a.transaction_id, (SELECT true FROM messages m
+				WHERE m.partition_id = a.partition_id AND m.transaction_id = a.transaction_id) AS taken
+			FROM unnest($1::bigint[], $2::text[]) AS a(partition_id, transaction_id)) x
+		WHERE taken`
 )
 
 // dlqArgs are the filter's arguments $1 to $6.

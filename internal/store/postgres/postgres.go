@@ -199,8 +199,8 @@ func withDefaults(cfg Config) Config {
 }
 
 // setRuntimeParams makes every connection resolve unqualified names in the
-// broker's schema, bound its statements, and work in UTC. They are startup
-// parameters, so they cost no round trip.
+// broker's schema, bound its statements, work in UTC, and plan for short
+// statements. They are startup parameters, so they cost no round trip.
 func setRuntimeParams(cc *pgx.ConnConfig, cfg Config) {
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
@@ -213,6 +213,15 @@ func setRuntimeParams(cc *pgx.ConnConfig, cfg Config) {
 	// generic plan made while a table was empty scans it whole per row ever
 	// after (seen: ack resolution joining messages without its index).
 	cc.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	// No JIT compilation. The broker's statements are short index probes,
+	// but the planner's estimates for some of them run into the millions
+	// on big queues (the push insert costs its maxSize check, a subplan per
+	// partition of each queue, whether or not any queue has a cap): past
+	// jit_above_cost the server compiled the statement for every execution,
+	// about 140 ms, and past jit_optimize_above_cost with LLVM optimization,
+	// seconds (seen: requeueing 10 dead letters of a queue of 10,000
+	// partitions took 5 s, of which 6 ms was execution).
+	cc.RuntimeParams["jit"] = "off"
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = "queen-go"
 	}

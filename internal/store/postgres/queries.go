@@ -130,12 +130,16 @@ const (
 		UNION ALL SELECT idx, '', max_size FROM over`
 	// Mark ready the lanes of written partitions that now have unread
 	// messages. Only lanes not ready yet are touched (usually none), locked
-	// in key order.
+	// in key order. Every table is narrowed to the partitions by primary
+	// key, not only through the join: stale statistics had the planner hash
+	// the join against a scan of all lanes, or of all partitions.
 	sqlLanesMarkReady = `UPDATE lanes l SET ready = true
 		FROM (SELECT r.partition_id, r.consumer_group FROM lanes r JOIN partitions p ON p.id = r.partition_id
-			WHERE r.partition_id = ANY($1::bigint[]) AND NOT r.ready AND r.cursor < p.last_offset
+			WHERE r.partition_id = ANY($1::bigint[]) AND p.id = ANY($1::bigint[])
+			  AND NOT r.ready AND r.cursor < p.last_offset
 			ORDER BY 1, 2 FOR UPDATE OF r) r
-		WHERE l.partition_id = r.partition_id AND l.consumer_group = r.consumer_group`
+		WHERE l.partition_id = ANY($1::bigint[])
+		  AND l.partition_id = r.partition_id AND l.consumer_group = r.consumer_group`
 	sqlNotify = `SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n`
 )
 
