@@ -176,7 +176,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
-		if err := st.Listen(ctx, b.Notify); err != nil && ctx.Err() == nil {
+		if err := st.Listen(ctx, b.Wake); err != nil && ctx.Err() == nil {
 			log.Error("notification listener stopped", "err", err)
 		}
 	})

@@ -369,7 +369,7 @@ func (s *Store) JobLockTry(ctx context.Context, name string) (func(), bool, erro
 
 // Listen returns nil when ctx ends: no other broker shares an embedded
 // store, and this broker wakes its own waiters.
-func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
+func (s *Store) Listen(ctx context.Context, wake func(ws ...store.Wake)) error {
 	select {
 	case <-ctx.Done():
 	case <-s.closing:
