@@ -134,10 +134,6 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			b.metrics.PopEmpty(p.Tenant, req.Queue)
 			return nil, nil
 		}
-		if !parked {
-			parked = true
-			b.metrics.Parked(p.Tenant, req.Queue, 1)
-		}
 		step := min(remaining, b.safetyPoll)
 		if key == anyQueue {
 			// A namespace/task poll cannot ask for its deadlines (they are
@@ -154,6 +150,11 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			if backoff > 0 {
 				step = min(step, backoff)
 			}
+		}
+		if !parked {
+			// Counted once it sleeps: its deadline is known.
+			parked = true
+			b.metrics.Parked(p.Tenant, req.Queue, 1)
 		}
 		if timer == nil {
 			timer = time.NewTimer(step)
