@@ -83,6 +83,9 @@ func (b *Broker) Configure(ctx context.Context, c Caller, name, namespace, task 
 	})
 	if err == nil {
 		b.sealing.put(store.QueueKey(c.tenant(), name), opts.EncryptionEnabled, time.Now())
+		// A shorter delay, window or lease may make messages poppable
+		// sooner than the deadlines parked polls sleep until.
+		b.hub.kickAll(store.QueueKey(c.tenant(), name))
 	}
 	return q, err
 }
