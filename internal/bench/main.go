@@ -19,6 +19,7 @@ import (
 
 const usage = `usage: queen bench [flags]          run a scenario against a broker
        queen bench limit [flags]    only measure the database's raw insert rate
+       queen bench idle [flags]     parked long polls: idle cost and wake-up latency
 
 Producers push numbered messages; consumers pop, check and acknowledge them.
 A progress line is printed every second on stderr and a report at the end.
@@ -33,6 +34,9 @@ Flags:
 // the run could not be done or when verification found a violation.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limitOnly := false
+	if len(args) > 0 && args[0] == "idle" {
+		return IdleMain(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "limit" {
 		limitOnly = true
 		args = args[1:]
