@@ -66,6 +66,10 @@ type Config struct {
 	// wake-up announces (a control operation on another broker, a queue
 	// reconfigured to a shorter delay). Default 30s.
 	PollSafety time.Duration
+	// NameCacheSize is how many queues the broker's own per-queue cache
+	// (which queues seal their payloads) holds (QUEEN_NAME_CACHE_SIZE);
+	// 0 means 50,000.
+	NameCacheSize int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// RecoverEvery is how often the recovery service checks a down store
@@ -139,7 +143,7 @@ func New(st store.Store, cfg Config) *Broker {
 	b.purge = service.NewLoop("queue-purge", purgeEvery,
 		service.Exclusive(st, "queue-purge", b.log, b.purgeDeleted))
 	b.sweeps = b.newSweeps(cfg.Sweeps)
-	b.keys, b.sealing = cfg.Encryption, newSealCache()
+	b.keys, b.sealing = cfg.Encryption, newSealCache(cfg.NameCacheSize)
 	if b.metrics == nil {
 		b.metrics = metrics.New(prometheus.NewRegistry())
 	}

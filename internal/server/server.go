@@ -74,6 +74,9 @@ type Config struct {
 	// WorkerID names this broker's metrics rows beside its hostname
 	// (WORKER_ID); "" means its process id.
 	WorkerID string
+	// NameCacheSize bounds the broker's per-queue caches
+	// (QUEEN_NAME_CACHE_SIZE); 0 means the broker's default.
+	NameCacheSize int
 
 	// Access control and transport security.
 
@@ -147,7 +150,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s := &Server{authOn: verifier.Enabled(), certs: certs}
 
 	m := metrics.New(reg)
-	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps}
+	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps,
+		NameCacheSize: cfg.NameCacheSize}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
 		if sp, err = spool.Open(cfg.SpoolDir); err != nil {

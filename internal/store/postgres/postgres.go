@@ -73,6 +73,10 @@ type Config struct {
 	StatementTimeout time.Duration
 	// Logger receives start-up and error logs; nil discards them.
 	Logger *slog.Logger
+	// NameCacheSize is how many entries each name → id cache (queues,
+	// partitions) holds (QUEEN_NAME_CACHE_SIZE); 0 means
+	// DefaultNameCacheSize.
+	NameCacheSize int
 }
 
 // Store is the PostgreSQL engine. Create it with Open.
@@ -132,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		connCfg:  pcfg.ConnConfig.Copy(),
 		schema:   cfg.Schema,
 		log:      cfg.Logger.With("component", "postgres", "schema", cfg.Schema),
-		cache:    newCache(),
+		cache:    newCache(cfg.NameCacheSize),
 		closing:  make(chan struct{}),
 		instance: uuid.NewString(),
 	}

@@ -45,6 +45,25 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
 }
 
+// TestStoreSmallCache runs what goes through the name → id caches with
+// caches of two entries: dropped entries are read again, never guessed.
+func TestStoreSmallCache(t *testing.T) {
+	testURL(t)
+	storetest.RunSmallCache(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), Config{URL: testURL(t), Schema: newSchema(t), PoolSize: 8,
+			NameCacheSize: storetest.SmallNameCache})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
 func TestAPI(t *testing.T) {
 	testURL(t)
 	apitest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })

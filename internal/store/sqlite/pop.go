@@ -167,7 +167,7 @@ func (t *txn) candidates(q *queueRow, p *store.LanePopParams, pinned int64, limi
 // beginning.
 func (t *txn) join(q *queueRow, p *store.LanePopParams) error {
 	key := groupKey{q.id, p.ConsumerGroup}
-	if _, ok := t.cache.groups[key]; ok {
+	if _, ok := t.cache.groups.Get(key); ok {
 		return nil
 	}
 	var from int64
@@ -185,7 +185,7 @@ func (t *txn) join(q *queueRow, p *store.LanePopParams) error {
 	} else if err != nil {
 		return fmt.Errorf("read consumer group: %w", err)
 	}
-	t.cache.groups[key] = from
+	t.cache.groups.Add(key, from)
 	return nil
 }
 
