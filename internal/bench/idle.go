@@ -70,8 +70,12 @@ type IdleWindow struct {
 	// CPUPercent is the broker's CPU time over the window, in percent of
 	// one core (process_cpu_seconds_total).
 	CPUPercent float64 `json:"cpu_percent"`
-	// RSSBytes is the broker's resident memory at the end of the window.
-	RSSBytes float64 `json:"rss_bytes"`
+	// RSSBytes is the broker's resident memory at the end of the window,
+	// of which HeapBytes Go heap in use (live objects and garbage not
+	// collected yet) and StackBytes goroutine stacks.
+	RSSBytes   float64 `json:"rss_bytes"`
+	HeapBytes  float64 `json:"heap_bytes"`
+	StackBytes float64 `json:"stack_bytes"`
 	// RechecksPerSec counts store looks by parked polls
 	// (queen_pop_rechecks_total).
 	RechecksPerSec float64 `json:"rechecks_per_sec"`
@@ -139,9 +143,9 @@ func printIdle(w io.Writer, r *IdleReport) {
 	fmt.Fprintf(w, "scenario %d parked polls over %d queues, %d groups; all parked in %.1fs\n",
 		r.Polls, r.Queues, r.Groups, r.ParkSeconds)
 	i := r.Idle
-	fmt.Fprintf(w, "idle     %.1fs: CPU %s of a core, RSS %s MB, store looks %s/s, database transactions %s/s\n",
-		i.Seconds, na(i.CPUPercent, "%.2f %%"), na(i.RSSBytes/1e6, "%.1f"), na(i.RechecksPerSec, "%.1f"),
-		na(i.DBXactsPerSec, "%.1f"))
+	fmt.Fprintf(w, "idle     %.1fs: CPU %s of a core, RSS %s MB (heap %s MB, stacks %s MB), store looks %s/s, database transactions %s/s\n",
+		i.Seconds, na(i.CPUPercent, "%.2f %%"), na(i.RSSBytes/1e6, "%.1f"), na(i.HeapBytes/1e6, "%.1f"),
+		na(i.StackBytes/1e6, "%.1f"), na(i.RechecksPerSec, "%.1f"), na(i.DBXactsPerSec, "%.1f"))
 	printLatency(w, "wake", r.Wake)
 	printLatency(w, "  (send)", r.WakeFromSend)
 	fmt.Fprintf(w, "woken    %s polls per one-message push\n", na(r.WokenPerPush, "%.2f"))
@@ -256,6 +260,7 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	secs := time.Since(t0).Seconds()
 	x1 := xacts()
 	rep.Idle = IdleWindow{Seconds: secs, CPUPercent: -1, RSSBytes: after.get("process_resident_memory_bytes"),
+		HeapBytes: after.get("go_memstats_heap_inuse_bytes"), StackBytes: after.get("go_memstats_stack_inuse_bytes"),
 		RechecksPerSec: -1, DBXactsPerSec: -1}
 	if a, b := after.get("process_cpu_seconds_total"), before.get("process_cpu_seconds_total"); a >= 0 && b >= 0 {
 		rep.Idle.CPUPercent = 100 * (a - b) / secs
