@@ -62,9 +62,12 @@ type Config struct {
 	// Default 1s.
 	PollFallback time.Duration
 	// PollSafety is how often a parked long poll of one queue looks at the
-	// store without a wake-up or a known deadline: a safety net for what no
-	// wake-up announces (a control operation on another broker, a queue
-	// reconfigured to a shorter delay). Default 30s.
+	// store without a wake-up or a known deadline. Every change that makes
+	// a queue poppable is announced (pushes, released leases, control
+	// operations and reconfigurations, on every broker) or has a deadline
+	// the poll learns, so this is only a safety net for a wake-up lost in
+	// a way nobody noticed. Default 5 minutes: long polls are usually
+	// answered by their timeout (30 s by default) long before.
 	PollSafety time.Duration
 	// NameCacheSize is how many queues the broker's own per-queue cache
 	// (which queues seal their payloads) holds (QUEEN_NAME_CACHE_SIZE);
@@ -151,7 +154,7 @@ func New(st store.Store, cfg Config) *Broker {
 		b.fallback = time.Second
 	}
 	if b.safetyPoll <= 0 {
-		b.safetyPoll = 30 * time.Second
+		b.safetyPoll = 5 * time.Minute
 	}
 	b.hub = newHub(nil) // wake-ups are counted by the woken polls (pop.go)
 	if b.now == nil {
