@@ -79,7 +79,11 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 	if req.Wait {
 		w = b.hub.join(key, p.ConsumerGroup, req.Partition != "")
 	}
-	pass := false   // a deadline woke this poll and it found messages: hand a wake-up on
+	// pass hands a wake-up on when the poll leaves: it took one and left
+	// before looking (its client went away mid-look), or a deadline woke it
+	// and it found messages (more may be due, and the next poll must learn
+	// the next deadline).
+	pass := false
 	parked := false // counted in the parked gauge
 	defer func() {
 		if timer != nil {
@@ -106,6 +110,7 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 		}
 		woke := cause
 		cause = 0
+		pass = woke != 0 // owed to the others until the look is done
 		if parked {
 			b.metrics.PopRechecks.Inc()
 		}
@@ -129,6 +134,7 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			b.metrics.Popped(p.Tenant, res.Messages, p.Now)
 			return &PopResponse{ConsumerGroup: p.ConsumerGroup, LeaseID: p.LeaseID, Messages: res.Messages}, nil
 		}
+		pass = false
 		remaining := deadline.Sub(b.now())
 		if !req.Wait || remaining <= 0 {
 			b.metrics.PopEmpty(p.Tenant, req.Queue)
