@@ -14,7 +14,7 @@ soak() {
   local name=$1; shift
   local data
   data=$(mktemp -d)
-  env QUEEN_DATA_DIR="$data" PORT=$port QUEEN_BIND_ADDR=127.0.0.1 LOG_LEVEL=warn RETENTION_INTERVAL=5000 "$@" \
+  env QUEEN_DATA_DIR="$data" PORT=$port QUEEN_BIND_ADDR=127.0.0.1 LOG_LEVEL=error RETENTION_INTERVAL=5000 "$@" \
     "$bin" &
   local pid=$!
   for _ in $(seq 100); do
