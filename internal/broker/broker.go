@@ -156,10 +156,10 @@ func New(st store.Store, cfg Config) *Broker {
 	if b.safetyPoll <= 0 {
 		b.safetyPoll = 5 * time.Minute
 	}
-	b.hub = newHub(nil) // wake-ups are counted by the woken polls (pop.go)
 	if b.now == nil {
 		b.now = time.Now
 	}
+	b.hub = newHub(nil, b.now) // wake-ups are counted by the woken polls (pop.go)
 	return b
 }
 

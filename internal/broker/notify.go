@@ -59,6 +59,7 @@ type hub struct {
 	queues map[string]map[string]*groupWaiters // queue key → consumer group
 	any    map[*waiter]struct{}                // namespace/task polls
 	woken  func(wakeCause)                     // counts wake-ups (metrics); called with mu held
+	now    func() time.Time                    // the broker's clock, which deadlines are read with
 }
 
 // groupWaiters are the polls of one consumer group on one queue.
@@ -79,11 +80,17 @@ type waiter struct {
 	elem   *list.Element // in fifo, when parked and not pinned
 }
 
-func newHub(woken func(wakeCause)) *hub {
+// newHub returns a hub; woken (nil: none) counts wake-ups, now (nil:
+// time.Now) is the clock deadlines are compared with.
+func newHub(woken func(wakeCause), now func() time.Time) *hub {
 	if woken == nil {
 		woken = func(wakeCause) {}
 	}
-	return &hub{queues: make(map[string]map[string]*groupWaiters), any: make(map[*waiter]struct{}), woken: woken}
+	if now == nil {
+		now = time.Now
+	}
+	return &hub{queues: make(map[string]map[string]*groupWaiters), any: make(map[*waiter]struct{}), woken: woken,
+		now: now}
 }
 
 // join returns a waiter for a long poll of key (anyQueue for namespace/task
@@ -184,7 +191,7 @@ func (h *hub) deadline(key, group string, at time.Time) {
 		return
 	}
 	g.due = at
-	d := time.Until(at)
+	d := at.Sub(h.now())
 	if g.timer == nil {
 		g.timer = time.AfterFunc(d, func() { h.fire(key, group, g) })
 	} else {
@@ -200,7 +207,7 @@ func (h *hub) fire(key, group string, g *groupWaiters) {
 	if h.queues[key][group] != g || g.due.IsZero() {
 		return // the group emptied, or a Reset raced with this run
 	}
-	if d := time.Until(g.due); d > 0 {
+	if d := g.due.Sub(h.now()); d > 0 {
 		g.timer.Reset(d) // an earlier deadline replaced the one this run was for
 		return
 	}

@@ -28,7 +28,7 @@ func newTestHub() (*hub, func() map[wakeCause]int) {
 		mu.Lock()
 		counts[c]++
 		mu.Unlock()
-	})
+	}, nil)
 	return h, func() map[wakeCause]int {
 		mu.Lock()
 		defer mu.Unlock()
