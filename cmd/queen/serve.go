@@ -87,6 +87,7 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 
 		MetricsAggregateEvery: cfg.MetricsAggregateEvery,
 		MetricsMaxQueues:      cfg.MetricsMaxQueues,
+		NameCacheSize:         cfg.NameCacheSize,
 		MetricsRetention:      time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
 		MetricsSampleEvery:    cfg.MetricsSampleEvery,
 		WorkerID:              cfg.WorkerID,
@@ -145,7 +146,7 @@ func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *server.Serve
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
 	switch cfg.Engine() {
 	case "sqlite":
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log})
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log, NameCacheSize: cfg.NameCacheSize})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 		}
@@ -153,7 +154,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 	default:
 		st, err := postgres.Open(ctx, postgres.Config{
 			URL: cfg.DatabaseURL, Schema: cfg.PGSchema, PoolSize: cfg.PGPoolSize,
-			StatementTimeout: cfg.PGStatementTimeout, Logger: log,
+			StatementTimeout: cfg.PGStatementTimeout, Logger: log, NameCacheSize: cfg.NameCacheSize,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open PostgreSQL store: %w", err)

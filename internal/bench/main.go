@@ -19,6 +19,9 @@ import (
 
 const usage = `usage: queen bench [flags]          run a scenario against a broker
        queen bench limit [flags]    only measure the database's raw insert rate
+       queen bench idle [flags]     parked long polls: idle cost and wake-up latency
+       queen bench soak [flags]     a steady load for -duration (default 30m, -rate 1000) on a
+                                    queue with retention on: first window vs last, RSS over time
 
 Producers push numbered messages; consumers pop, check and acknowledge them.
 A progress line is printed every second on stderr and a report at the end.
@@ -33,6 +36,14 @@ Flags:
 // the run could not be done or when verification found a violation.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limitOnly := false
+	if len(args) > 0 && args[0] == "idle" {
+		return IdleMain(ctx, args[1:], stdout, stderr)
+	}
+	soak := false
+	if len(args) > 0 && args[0] == "soak" {
+		soak = true
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "limit" {
 		limitOnly = true
 		args = args[1:]
@@ -72,6 +83,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limitFlag := fs.Bool("limit", false, "only measure the limit (like `queen bench limit`)")
 	limitDuration := fs.Duration("limit-duration", 5*time.Second, "how long to measure the limit")
 	limitClients := fs.Int("limit-clients", 0, "PostgreSQL limit writers (default: -producers)")
+	soakEvery := fs.Duration("sample-every", 5*time.Second, "soak: how often the broker's counters and memory are sampled")
+	soakWindow := fs.Duration("window", 0, "soak: length of the first and last windows compared (default a minute, or a quarter of -duration)")
+	soakRetention := fs.Duration("completed-retention", 10*time.Second, "soak: the queue's completedRetentionSeconds (the broker's RETENTION_INTERVAL decides how often retention runs)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -80,6 +94,35 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags go before nothing else)", fs.Arg(0))
+	}
+	if soak {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["duration"] {
+			cfg.Duration = 30 * time.Minute
+		}
+		if !set["rate"] {
+			cfg.Rate = 1000
+		}
+		if !*quiet {
+			cfg.Progress = stderr
+		}
+		rep, err := RunSoak(ctx, SoakConfig{Run: cfg, Every: *soakEvery, Window: *soakWindow,
+			CompletedRetention: *soakRetention})
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			if err := writeJSON(stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			printSoak(stdout, rep)
+		}
+		if rep.Run.Failed() {
+			return fmt.Errorf("verification failed: %s", summarizeCounts(rep.Run.Verification.Violations))
+		}
+		return nil
 	}
 	limitOnly = limitOnly || *limitFlag
 	target := *limitDB

@@ -49,11 +49,11 @@ func (b *Broker) Ack(ctx context.Context, c Caller, acks []store.Ack) ([]store.A
 // released: their unacked messages are deliverable again.
 func (b *Broker) afterAcks(tenant string, res []store.AckResult) {
 	b.metrics.Acked(tenant, res)
-	var released []string
+	var released []store.Wake
 	for i := range res {
 		r := &res[i]
 		if r.LeaseReleased && r.Queue != "" {
-			released = appendNew(released, store.QueueKey(tenant, r.Queue))
+			released = addWake(released, store.QueueKey(tenant, r.Queue))
 		}
 	}
 	if len(released) > 0 {
@@ -83,6 +83,9 @@ func (b *Broker) Configure(ctx context.Context, c Caller, name, namespace, task 
 	})
 	if err == nil {
 		b.sealing.put(store.QueueKey(c.tenant(), name), opts.EncryptionEnabled, time.Now())
+		// A shorter delay, window or lease may make messages poppable
+		// sooner than the deadlines parked polls sleep until.
+		b.hub.kickAll(store.QueueKey(c.tenant(), name))
 	}
 	return q, err
 }

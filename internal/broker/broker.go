@@ -56,9 +56,23 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics is updated by every operation; nil creates a private set.
 	Metrics *metrics.Metrics
-	// PollFallback is how often a waiting pop looks at the store without a
-	// wake-up, which catches expired leases and delayed messages. Default 1s.
+	// PollFallback is how often a namespace/task long poll looks at the
+	// store without a wake-up (it cannot learn its queues' deadlines), and
+	// the longest pause of a poll retrying a lane another transaction held.
+	// Default 1s.
 	PollFallback time.Duration
+	// PollSafety is how often a parked long poll of one queue looks at the
+	// store without a wake-up or a known deadline. Every change that makes
+	// a queue poppable is announced (pushes, released leases, control
+	// operations and reconfigurations, on every broker) or has a deadline
+	// the poll learns, so this is only a safety net for a wake-up lost in
+	// a way nobody noticed. Default 5 minutes: long polls are usually
+	// answered by their timeout (30 s by default) long before.
+	PollSafety time.Duration
+	// NameCacheSize is how many queues the broker's own per-queue cache
+	// (which queues seal their payloads) holds (QUEEN_NAME_CACHE_SIZE);
+	// 0 means 50,000.
+	NameCacheSize int
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// RecoverEvery is how often the recovery service checks a down store
@@ -80,12 +94,13 @@ type Config struct {
 // Broker implements push, pop, ack, lease, transaction and queue
 // configuration over a store.
 type Broker struct {
-	store    store.Store
-	log      *slog.Logger
-	metrics  *metrics.Metrics
-	hub      *hub
-	fallback time.Duration
-	now      func() time.Time
+	store      store.Store
+	log        *slog.Logger
+	metrics    *metrics.Metrics
+	hub        *hub
+	fallback   time.Duration
+	safetyPoll time.Duration
+	now        func() time.Time
 
 	stopOnce sync.Once
 	stopping chan struct{}
@@ -109,14 +124,14 @@ type Broker struct {
 // New returns a broker over st.
 func New(st store.Store, cfg Config) *Broker {
 	b := &Broker{
-		store:    st,
-		log:      cfg.Logger,
-		metrics:  cfg.Metrics,
-		hub:      newHub(),
-		fallback: cfg.PollFallback,
-		now:      cfg.Now,
-		stopping: make(chan struct{}),
-		spool:    cfg.Spool,
+		store:      st,
+		log:        cfg.Logger,
+		metrics:    cfg.Metrics,
+		fallback:   cfg.PollFallback,
+		safetyPoll: cfg.PollSafety,
+		now:        cfg.Now,
+		stopping:   make(chan struct{}),
+		spool:      cfg.Spool,
 	}
 	b.recoverEvery = cfg.RecoverEvery
 	if b.recoverEvery <= 0 {
@@ -131,16 +146,20 @@ func New(st store.Store, cfg Config) *Broker {
 	b.purge = service.NewLoop("queue-purge", purgeEvery,
 		service.Exclusive(st, "queue-purge", b.log, b.purgeDeleted))
 	b.sweeps = b.newSweeps(cfg.Sweeps)
-	b.keys, b.sealing = cfg.Encryption, newSealCache()
+	b.keys, b.sealing = cfg.Encryption, newSealCache(cfg.NameCacheSize)
 	if b.metrics == nil {
 		b.metrics = metrics.New(prometheus.NewRegistry())
 	}
 	if b.fallback <= 0 {
 		b.fallback = time.Second
 	}
+	if b.safetyPoll <= 0 {
+		b.safetyPoll = 5 * time.Minute
+	}
 	if b.now == nil {
 		b.now = time.Now
 	}
+	b.hub = newHub(nil, b.now) // wake-ups are counted by the woken polls (pop.go)
 	return b
 }
 
@@ -177,9 +196,15 @@ func (b *Broker) PoolStats() store.PoolStats { return b.store.PoolStats() }
 // Health reports whether the store is reachable.
 func (b *Broker) Health(ctx context.Context) error { return b.store.Ping(ctx) }
 
-// Notify wakes pops waiting on the named queues. Drivers that hear of pushes
-// made by other brokers call it.
-func (b *Broker) Notify(queues ...string) { b.hub.kick(queues...) }
+// Notify wakes every long poll waiting on the named queues (store.QueueKey):
+// the control plane calls it after an operation that may make messages
+// poppable again (a seek, a retried dead letter).
+func (b *Broker) Notify(queues ...string) { b.hub.kickAll(queues...) }
+
+// Wake wakes long polls for the wake-ups another broker announced
+// (store.EngineStore.Listen): as many polls per consumer group as messages
+// arrived.
+func (b *Broker) Wake(ws ...store.Wake) { b.hub.kick(ws...) }
 
 func newID() string {
 	return uuid.Must(uuid.NewV7()).String()

@@ -3,8 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/store"
@@ -32,10 +33,11 @@ import (
 // encryptionEnabled.
 const sealFresh = time.Second
 
-// sealCache remembers which queues seal their payloads, by store.QueueKey.
+// sealCache remembers which queues seal their payloads, by store.QueueKey:
+// an LRU of a fixed size, so that many queues do not grow memory without
+// bound (a dropped entry is read again from the store).
 type sealCache struct {
-	mu sync.Mutex
-	m  map[string]sealEntry
+	m *lru.Cache[string, sealEntry] // locks itself
 }
 
 type sealEntry struct {
@@ -43,20 +45,24 @@ type sealEntry struct {
 	at time.Time
 }
 
-func newSealCache() *sealCache { return &sealCache{m: make(map[string]sealEntry)} }
+// defaultNameCacheSize is the size of the broker's per-queue caches when
+// Config.NameCacheSize is 0.
+const defaultNameCacheSize = 50000
 
-func (c *sealCache) get(key string) (sealEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	return e, ok
+func newSealCache(size int) *sealCache {
+	if size <= 0 {
+		size = defaultNameCacheSize
+	}
+	m, err := lru.New[string, sealEntry](size)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return &sealCache{m: m}
 }
 
-func (c *sealCache) put(key string, on bool, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[key] = sealEntry{on: on, at: at}
-}
+func (c *sealCache) get(key string) (sealEntry, bool) { return c.m.Get(key) }
+
+func (c *sealCache) put(key string, on bool, at time.Time) { c.m.Add(key, sealEntry{on: on, at: at}) }
 
 // errNoKey is the verdict on an item of a queue that seals, pushed to a
 // broker without a key.

@@ -259,13 +259,13 @@ func (b *Broker) replayPush(ctx context.Context, items []store.PushItem) ([]spoo
 		return []spool.Refusal{{Index: 0, Reason: refusalReason(err)}}, nil
 	}
 	var refused []spool.Refusal
-	var touched []string
+	var touched []store.Wake
 	queued := 0
 	for i := range res {
 		switch res[i].Status {
 		case store.PushQueued:
 			queued++
-			touched = appendNew(touched, store.QueueKey(items[i].Tenant, items[i].Queue))
+			touched = addWake(touched, store.QueueKey(items[i].Tenant, items[i].Queue))
 		case store.PushDuplicate:
 		default:
 			refused = append(refused, spool.Refusal{Index: i, Reason: string(res[i].Status) + ": " + res[i].Error})

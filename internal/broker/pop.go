@@ -70,13 +70,29 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 		key = store.QueueKey(p.Tenant, req.Queue)
 	}
 	deadline := b.now().Add(req.Timeout)
-	var timer *time.Timer
-	waiting := false
+	var (
+		w       *waiter
+		timer   *time.Timer
+		cause   wakeCause     // why the poll last woke; 0 when it was not woken
+		backoff time.Duration // re-poll step while the store says a lane is ready but the pop got none
+	)
+	if req.Wait {
+		w = b.hub.join(key, p.ConsumerGroup, req.Partition != "")
+	}
+	// pass hands a wake-up on when the poll leaves: it took one and left
+	// before looking (its client went away mid-look), or a deadline woke it
+	// and it found messages (more may be due, and the next poll must learn
+	// the next deadline).
+	pass := false
+	parked := false // counted in the parked gauge
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
-		if waiting {
+		if w != nil {
+			b.hub.leave(w, pass)
+		}
+		if parked {
 			b.metrics.Parked(p.Tenant, req.Queue, -1)
 		}
 	}()
@@ -89,7 +105,15 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			return nil, nil
 		default:
 		}
-		wake := b.hub.wait(key)
+		if w != nil {
+			b.hub.park(w)
+		}
+		woke := cause
+		cause = 0
+		pass = woke != 0 // owed to the others until the look is done
+		if parked {
+			b.metrics.PopRechecks.Inc()
+		}
 		p.Now = b.now()
 		b.subscribe(p, req)
 		res, err := b.store.LanePop(ctx, p)
@@ -100,27 +124,52 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			return nil, err
 		}
 		if len(res.Messages) > 0 {
+			if key != anyQueue && !res.LeaseExpiresAt.IsZero() {
+				// Should the lease be neither acknowledged nor extended,
+				// the polls of the group must look again when it expires.
+				b.hub.deadline(key, p.ConsumerGroup, res.LeaseExpiresAt)
+			}
+			pass = woke == wokenByDeadline
 			b.openPayloads(res.Messages) // encryption at rest (encrypt.go)
 			b.metrics.Popped(p.Tenant, res.Messages, p.Now)
 			return &PopResponse{ConsumerGroup: p.ConsumerGroup, LeaseID: p.LeaseID, Messages: res.Messages}, nil
 		}
+		pass = false
 		remaining := deadline.Sub(b.now())
 		if !req.Wait || remaining <= 0 {
 			b.metrics.PopEmpty(p.Tenant, req.Queue)
 			return nil, nil
 		}
-		if !waiting {
-			waiting = true
+		step := min(remaining, b.safetyPoll)
+		if key == anyQueue {
+			// A namespace/task poll cannot ask for its deadlines (they are
+			// per queue): it keeps looking every PollFallback.
+			step = min(step, b.fallback)
+		} else {
+			var err error
+			if backoff, err = b.nextDeadline(ctx, p, backoff); err != nil {
+				if ctx.Err() != nil {
+					return nil, nil
+				}
+				return nil, err
+			}
+			if backoff > 0 {
+				step = min(step, backoff)
+			}
+		}
+		if !parked {
+			// Counted once it sleeps: its deadline is known.
+			parked = true
 			b.metrics.Parked(p.Tenant, req.Queue, 1)
 		}
-		step := min(remaining, b.fallback)
 		if timer == nil {
 			timer = time.NewTimer(step)
 		} else {
 			timer.Reset(step)
 		}
 		select {
-		case <-wake:
+		case cause = <-w.ch:
+			b.metrics.PopWakeups.WithLabelValues(cause.String()).Inc()
 		case <-timer.C:
 		case <-ctx.Done():
 			return nil, nil
@@ -128,6 +177,27 @@ func (b *Broker) Pop(ctx context.Context, c Caller, req PopRequest) (*PopRespons
 			return nil, nil
 		}
 	}
+}
+
+// nextDeadline asks the store when a lane of the poll's queue may next
+// become poppable without a push and records it with the hub, so that the
+// oldest poll of the group looks again then. When the store says a lane is
+// poppable already (the pop raced with another transaction holding it), it
+// returns how long to wait before looking again: backoff doubled, from 10ms
+// up to PollFallback; otherwise 0.
+func (b *Broker) nextDeadline(ctx context.Context, p *store.LanePopParams, backoff time.Duration) (time.Duration, error) {
+	at, err := b.store.LaneNextReady(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	if at.IsZero() {
+		return 0, nil
+	}
+	if at.After(p.Now) {
+		b.hub.deadline(store.QueueKey(p.Tenant, p.Queue), p.ConsumerGroup, at)
+		return 0, nil
+	}
+	return min(max(2*backoff, 10*time.Millisecond), b.fallback), nil
 }
 
 // subscribe sets where a consumer group starts if this pop is its first.

@@ -50,7 +50,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 	out := make([]PushVerdict, len(items))
 	dupes := 0
 	tally := b.metrics.Tally(c.tenant())
-	var touched []string
+	var touched []store.Wake
 	for i := range items {
 		r := res[winner[i]]
 		v := PushVerdict{Queue: items[i].Queue, TransactionID: items[i].TransactionID,
@@ -61,7 +61,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		switch v.Status {
 		case store.PushQueued:
 			tally.Add(v.Queue, 1)
-			touched = appendNew(touched, store.QueueKey(c.tenant(), v.Queue))
+			touched = addWake(touched, store.QueueKey(c.tenant(), v.Queue))
 		case store.PushDuplicate:
 			dupes++
 		}
@@ -128,11 +128,14 @@ func DeriveNamespaceTask(queue string) (namespace, task string) {
 	return namespace, task
 }
 
-func appendNew(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
+// addWake counts one more message (or released lane) for the long polls of
+// the queue key.
+func addWake(list []store.Wake, key string) []store.Wake {
+	for i := range list {
+		if list[i].Key == key {
+			list[i].Count++
 			return list
 		}
 	}
-	return append(list, s)
+	return append(list, store.Wake{Key: key, Count: 1})
 }

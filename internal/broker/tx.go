@@ -51,7 +51,7 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 	}
 	params := &store.TxRunParams{RequiredLeases: requiredLeases, Now: b.now(), Tenant: c.tenant()}
 	seen := make(map[dedupKey]bool)
-	var queues []string
+	var queues []store.Wake
 	for _, op := range ops {
 		if op.KV != nil {
 			params.Ops = append(params.Ops, store.TxOp{KV: op.KV})
@@ -73,7 +73,7 @@ func (b *Broker) Transaction(ctx context.Context, c Caller, ops []TxOperation, r
 				return out, nil
 			}
 			seen[k] = true
-			queues = appendNew(queues, store.QueueKey(params.Tenant, it.Queue))
+			queues = addWake(queues, store.QueueKey(params.Tenant, it.Queue))
 		}
 		params.Ops = append(params.Ops, store.TxOp{Items: op.Items})
 	}

@@ -40,6 +40,10 @@ type Config struct {
 	DataDir     string // QUEEN_DATA_DIR: folder of the embedded engine's database
 	DatabaseURL string // QUEEN_DATABASE_URL, else built from the PG* fields when PGHost is set; "" = embedded engine
 	SpoolDir    string // FILE_BUFFER_DIR: disk spool for pushes the database cannot take; unset = DataDir/spool
+	// NameCacheSize is QUEEN_NAME_CACHE_SIZE: entries each name → id cache
+	// (queues, partitions, consumer groups) holds at most, least recently
+	// used dropped first.
+	NameCacheSize int
 
 	// PostgreSQL, used to build DatabaseURL when QUEEN_DATABASE_URL is unset.
 	PGDatabase              string        // PG_DB
@@ -264,6 +268,9 @@ var settings = []Setting{
 	{Env: "DB_STATEMENT_TIMEOUT", Flag: "db-statement-timeout", Default: "30000",
 		Usage: "PostgreSQL statement timeout in milliseconds",
 		kind:  millis(1, func(c *Config) *time.Duration { return &c.PGStatementTimeout })},
+	{Env: "QUEEN_NAME_CACHE_SIZE", Flag: "name-cache-size", Default: "50000",
+		Usage: "entries each name → id cache (queues, partitions, consumer groups) holds at most; the least recently used are dropped and read again when needed",
+		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.NameCacheSize })},
 	{Env: "QUEEN_MAX_BODY_BYTES", Flag: "max-body-bytes", Default: "67108864",
 		Usage: "largest request body; a larger one is answered 413",
 		kind:  integer("bytes", 1, math.MaxInt64, func(c *Config) *int64 { return &c.MaxBodyBytes })},

@@ -145,7 +145,7 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 	}
 	want := Config{
 		BindAddr: "0.0.0.0", Port: 6632,
-		DataDir: "./queen-data", SpoolDir: "queen-data/spool",
+		DataDir: "./queen-data", SpoolDir: "queen-data/spool", NameCacheSize: 50000,
 		PGDatabase: "postgres", PGPassword: "postgres", PGPoolSize: 20, PGPort: 5432, PGSSLRejectUnauthorized: true,
 		PGSchema: "queen", PGStatementTimeout: 30 * time.Second, PGUser: "postgres",
 		HTTPBodyMinRate: 1024, HTTPIdleTimeout: 120 * time.Second, HTTPMaxConnections: 16384, HTTPMaxHeaderBytes: 65536,

@@ -27,6 +27,14 @@ type Metrics struct {
 	MessagesPopped prometheus.Counter
 	MessagesPushed prometheus.Counter
 	PopWaiting     prometheus.Gauge
+	// PopRechecks counts store looks by parked long polls (a pop after a
+	// wake-up, a deadline or a safety re-poll): what idle polls cost.
+	PopRechecks prometheus.Counter
+	// PopWakeups counts parked long polls woken, by cause: push (a push,
+	// an ack releasing a lease, a control operation, another broker's
+	// notification), deadline (a lease expiring, a delayed message coming
+	// due) or pass (handed on by a poll that could not use it).
+	PopWakeups     *prometheus.CounterVec
 	PushDuplicates prometheus.Counter
 	Transactions   *prometheus.CounterVec // by result: committed, aborted
 
@@ -67,6 +75,12 @@ func New(reg *prometheus.Registry) *Metrics {
 		PopWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "queen_pop_waiting", Help: "Long-poll pops currently waiting for messages.",
 		}),
+		PopRechecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "queen_pop_rechecks_total", Help: "Store looks by parked long polls after a wake-up, a deadline or a safety re-poll.",
+		}),
+		PopWakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "queen_pop_wakeups_total", Help: "Parked long polls woken, by cause (push, deadline, pass).",
+		}, []string{"cause"}),
 		PushDuplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "queen_push_duplicates_total", Help: "Pushed items answered as duplicates.",
 		}),
@@ -85,7 +99,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Acks, m.HTTPDuration, m.HTTPRequests, m.MessagesPopped, m.MessagesPushed,
-		m.PopWaiting, m.PushDuplicates, m.Transactions,
+		m.PopWaiting, m.PopRechecks, m.PopWakeups, m.PushDuplicates, m.Transactions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "queen_uptime_seconds", Help: "Seconds since the broker started.",
 		}, func() float64 { return time.Since(m.Started).Seconds() }),

@@ -79,6 +79,9 @@ type Config struct {
 	// WorkerID names this broker's metrics rows beside its hostname
 	// (WORKER_ID); "" means its process id.
 	WorkerID string
+	// NameCacheSize bounds the broker's per-queue caches
+	// (QUEEN_NAME_CACHE_SIZE); 0 means the broker's default.
+	NameCacheSize int
 
 	// Access control and transport security.
 
@@ -160,7 +163,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s := &Server{authOn: verifier.Enabled(), certs: certs}
 
 	m := metrics.New(reg)
-	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps}
+	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps,
+		NameCacheSize: cfg.NameCacheSize}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
 		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
@@ -196,7 +200,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
-		if err := st.Listen(ctx, b.Notify); err != nil && ctx.Err() == nil {
+		if err := st.Listen(ctx, b.Wake); err != nil && ctx.Err() == nil {
 			log.Error("notification listener stopped", "err", err)
 		}
 	})

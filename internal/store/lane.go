@@ -10,6 +10,15 @@ type LaneStore interface {
 	// LanePop claims up to p.Partitions lanes and returns up to p.Batch
 	// messages from them under one lease. An empty result is not an error.
 	LanePop(ctx context.Context, p *LanePopParams) (*PopResult, error)
+	// LaneNextReady returns the earliest time at which a lane of p.Queue
+	// (p.Partition only, when set) for p.ConsumerGroup that holds unread
+	// messages may become claimable without any push: a lease expiring, a
+	// retry delay, a window buffer or a delayed message coming due. The zero
+	// time means no lane is waiting for a deadline (only a push, an ack or a
+	// control operation can make the queue poppable); a time not after
+	// p.Now means a lane looks claimable already. Namespace and task are
+	// not used: the broker asks this of single-queue long polls only.
+	LaneNextReady(ctx context.Context, p *LanePopParams) (time.Time, error)
 	// LeaseExtend pushes back the deadline of every lane held by a lease.
 	LeaseExtend(ctx context.Context, p *LeaseExtendParams) (*LeaseExtendResult, error)
 }
@@ -64,7 +73,12 @@ type Message struct {
 // PopResult holds the messages of a pop, lanes concatenated in claim order.
 // An empty pop has no messages.
 type PopResult struct {
-	Messages []Message
+	// LeaseExpiresAt is when the lease taken by a non-empty, non-autoAck
+	// pop expires (the earliest deadline when lanes of several queues were
+	// claimed): the broker wakes long polls then, in case the lease is
+	// neither acknowledged nor extended. Zero otherwise.
+	LeaseExpiresAt time.Time
+	Messages       []Message
 }
 
 // LeaseExtendParams renew a lease by Seconds from Now (never shortening it).

@@ -79,15 +79,26 @@ type EngineStore interface {
 	// caller runs the job only while it holds the lock and calls release
 	// when done. An engine used by one broker alone always grants it.
 	JobLockTry(ctx context.Context, name string) (release func(), acquired bool, err error)
-	// Listen calls wake with the wake keys (QueueKey) announced by every
-	// broker sharing the engine (pushes, lease releases) until ctx ends. An
-	// engine used by one broker alone has nobody to hear from: it returns
-	// nil when ctx ends.
-	Listen(ctx context.Context, wake func(keys ...string)) error
+	// Listen calls wake with the wake-ups announced by every other broker
+	// sharing the engine (pushes, lease releases, control operations) until
+	// ctx ends; a broker's own announcements are not delivered back to it,
+	// since it woke its own long polls already. After the engine could not
+	// be heard for a while (a reconnect), it calls wake with one Wake whose
+	// Key is "": everything may have changed. An engine used by one broker
+	// alone has nobody to hear from: it returns nil when ctx ends.
+	Listen(ctx context.Context, wake func(ws ...Wake)) error
 	// Ping reports whether the engine is reachable.
 	Ping(ctx context.Context) error
 	// PoolStats describes the engine's connection pool, for /metrics.
 	PoolStats() PoolStats
+}
+
+// Wake says that up to Count messages of the queue named Key (QueueKey) may
+// have become poppable. Count 0 means an unknown number: every long poll of
+// the queue should look. Key "" means every queue.
+type Wake struct {
+	Count int
+	Key   string
 }
 
 // QueueKey names a queue across tenants, for wake-ups: the tenant, a slash,

@@ -1,6 +1,6 @@
 package postgres
 
-import "sync"
+import lru "github.com/hashicorp/golang-lru/v2"
 
 // queueRef is what a push needs of a queues row.
 type queueRef struct {
@@ -25,6 +25,10 @@ type partKey struct {
 	name    string
 }
 
+// DefaultNameCacheSize is how many entries each name → id cache holds
+// when Config.NameCacheSize is 0 (QUEEN_NAME_CACHE_SIZE).
+const DefaultNameCacheSize = 50000
+
 // cache maps names to row ids so that a steady-state push needs no lookups.
 // Ids are never reused, so an entry can only go stale when another broker
 // deletes the queue; the push then finds the partition row missing (or the
@@ -33,63 +37,54 @@ type partKey struct {
 // row for a deleted queue's id and the pop then looks the name up again.
 // Queue options are never cached: another broker may reconfigure them, so
 // the claim statement reads them afresh.
+//
+// Both maps are LRUs of a fixed number of entries (QUEEN_NAME_CACHE_SIZE),
+// so that millions of partitions do not grow the broker's memory: an entry
+// dropped is read again from the database when next needed. The LRUs lock
+// themselves.
 type cache struct {
-	mu     sync.RWMutex
-	queues map[queueName]queueRef
-	parts  map[partKey]partRef
+	queues *lru.Cache[queueName, queueRef]
+	parts  *lru.Cache[partKey, partRef]
 }
 
-func newCache() *cache {
-	c := &cache{}
-	c.reset()
-	return c
+func newCache(size int) *cache {
+	if size <= 0 {
+		size = DefaultNameCacheSize
+	}
+	queues, err := lru.New[queueName, queueRef](size)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	parts, err := lru.New[partKey, partRef](size)
+	if err != nil {
+		panic(err)
+	}
+	return &cache{queues: queues, parts: parts}
 }
 
 func (c *cache) reset() {
-	c.mu.Lock()
-	c.queues = make(map[queueName]queueRef)
-	c.parts = make(map[partKey]partRef)
-	c.mu.Unlock()
+	c.queues.Purge()
+	c.parts.Purge()
 }
 
-func (c *cache) queue(name queueName) (queueRef, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	q, ok := c.queues[name]
-	return q, ok
-}
+func (c *cache) queue(name queueName) (queueRef, bool) { return c.queues.Get(name) }
 
-func (c *cache) partition(k partKey) (partRef, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	p, ok := c.parts[k]
-	return p, ok
-}
+func (c *cache) partition(k partKey) (partRef, bool) { return c.parts.Get(k) }
 
-func (c *cache) putQueue(name queueName, q queueRef) {
-	c.mu.Lock()
-	c.queues[name] = q
-	c.mu.Unlock()
-}
+func (c *cache) putQueue(name queueName, q queueRef) { c.queues.Add(name, q) }
 
-func (c *cache) putPartition(k partKey, p partRef) {
-	c.mu.Lock()
-	c.parts[k] = p
-	c.mu.Unlock()
-}
+func (c *cache) putPartition(k partKey, p partRef) { c.parts.Add(k, p) }
 
 // forgetQueue drops a deleted queue and its partitions.
 func (c *cache) forgetQueue(name queueName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q, ok := c.queues[name]
+	q, ok := c.queues.Peek(name)
 	if !ok {
 		return
 	}
-	delete(c.queues, name)
-	for k := range c.parts {
+	c.queues.Remove(name)
+	for _, k := range c.parts.Keys() {
 		if k.queueID == q.id {
-			delete(c.parts, k)
+			c.parts.Remove(k)
 		}
 	}
 }

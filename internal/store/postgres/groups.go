@@ -309,7 +309,7 @@ func (s *Store) GroupSeek(ctx context.Context, p *store.GroupSeekParams) (*store
 			}
 			out.CursorAt = fromMs(at)
 		}
-		t.wakeAfterCommit(store.QueueKey(tenant, p.Queue))
+		t.wakeAfterCommit(store.Wake{Key: store.QueueKey(tenant, p.Queue)}) // every poll of the group
 		return nil
 	})
 	if err != nil {
@@ -440,7 +440,7 @@ func (s *Store) GroupDelete(ctx context.Context, p *store.GroupDeleteParams) (*s
 			if _, err := t.tx.Exec(t.ctx, sqlSeekLanes, pids, targets, p.Group); err != nil {
 				return fmt.Errorf("position lanes: %w", err)
 			}
-			t.wakeAfterCommit(store.QueueKey(tenant, q.name))
+			t.wakeAfterCommit(store.Wake{Key: store.QueueKey(tenant, q.name)})
 		}
 		return nil
 	})

@@ -2,10 +2,10 @@ package postgres
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/lane"
 )
 
@@ -23,8 +23,9 @@ type laneWrites struct {
 	// lanes whose cursor reached their partition's last offset
 	settlePid   []int64
 	settleGroup []string
-	// queues whose consumers should be woken (a lease was released)
-	wake []string
+	// queues whose consumers should be woken (a lease was released), one
+	// count per released lane
+	wake []store.Wake
 }
 
 func (w *laneWrites) save(pid int64, group string, st *lane.State, claimedAt int64) {
@@ -54,9 +55,7 @@ func (w *laneWrites) settle(pid int64, group string) {
 }
 
 func (w *laneWrites) wakeQueue(name string) {
-	if !slices.Contains(w.wake, name) {
-		w.wake = append(w.wake, name)
-	}
+	w.wake = mergeWakes(w.wake, store.Wake{Key: name, Count: 1})
 }
 
 // writeLanes sends the collected writes in one round trip, or, in a

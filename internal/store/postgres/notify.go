@@ -2,15 +2,18 @@ package postgres
 
 import (
 	"context"
-	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/internal/store"
 )
 
 // wakeChannel is the NOTIFY channel of the brokers on one schema; payloads
-// are queue names. Brokers on other schemas of the same database do not hear
+// are wake-ups (formatWake). Brokers on other schemas of the same database do not hear
 // each other.
 func wakeChannel(schema string) string { return "queen_wake_" + schema }
 
@@ -20,12 +23,13 @@ const (
 	listenBackoffMax = 5 * time.Second
 )
 
-// Listen calls wake with the queue named by every notification on
-// the schema's wake channel (sent by pushes and lease releases of any broker, at commit),
+// Listen calls wake with the wake-ups announced on the schema's wake
+// channel by the other brokers (pushes and lease releases, at commit; seeks),
 // until ctx ends or the store is closed. It holds one dedicated connection
-// outside the pool and reconnects with backoff when it drops; a wake-up
-// missed meanwhile only costs latency, since parked pops re-poll.
-func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
+// outside the pool and reconnects with backoff when it drops; since
+// notifications sent meanwhile are lost, a reconnect wakes every long poll
+// (a Wake with Key ""), which then looks at the database once.
+func (s *Store) Listen(ctx context.Context, wake func(ws ...store.Wake)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -42,6 +46,7 @@ func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
 		if down {
 			s.log.Info("notification listener connected again")
 			down = false
+			wake(store.Wake{})
 		}
 	}
 	for {
@@ -69,7 +74,7 @@ func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
 
 // listenOnce connects, listens and delivers notifications until the
 // connection fails or ctx ends. It reports whether LISTEN succeeded.
-func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string), listening func()) (bool, error) {
+func (s *Store) listenOnce(ctx context.Context, wake func(ws ...store.Wake), listening func()) (bool, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.connCfg.Copy())
 	if err != nil {
 		return false, err
@@ -84,8 +89,35 @@ func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string), liste
 		if err != nil {
 			return true, err
 		}
-		wake(n.Payload)
+		if w, mine := parseWake(s.instance, n.Payload); !mine {
+			wake(w)
+		}
 	}
+}
+
+// formatWake is the payload announcing w: the sending store's instance id,
+// the count and the queue key, separated by spaces (the key comes last: it
+// may hold spaces). The count lets the receiving broker wake as many long
+// polls as there are new messages; the instance id lets the sender ignore
+// its own announcement, since it woke its own polls already.
+func formatWake(instance string, w store.Wake) string {
+	return instance + " " + strconv.Itoa(w.Count) + " " + w.Key
+}
+
+// parseWake reads a payload of formatWake and reports whether instance sent
+// it. A payload of another shape (a broker of an earlier version sent the
+// bare queue key) wakes every poll of the queue it names.
+func parseWake(instance, payload string) (store.Wake, bool) {
+	from, rest, ok := strings.Cut(payload, " ")
+	if !ok {
+		return store.Wake{Key: payload}, false
+	}
+	count, key, ok := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(count)
+	if !ok || err != nil || n < 0 {
+		return store.Wake{Key: payload}, false
+	}
+	return store.Wake{Key: key, Count: n}, from == instance
 }
 
 // notifier announces committed pushes and lease releases to other brokers.
@@ -98,7 +130,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func(keys ...string), liste
 type notifier struct {
 	s       *Store
 	mu      sync.Mutex
-	pending []string
+	pending []store.Wake
 	kick    chan struct{}
 	done    chan struct{}
 }
@@ -109,14 +141,10 @@ func newNotifier(s *Store) *notifier {
 	return n
 }
 
-// send queues names for the next notification; it never blocks.
-func (n *notifier) send(names []string) {
+// send queues wake-ups for the next notification; it never blocks.
+func (n *notifier) send(ws []store.Wake) {
 	n.mu.Lock()
-	for _, q := range names {
-		if !slices.Contains(n.pending, q) {
-			n.pending = append(n.pending, q)
-		}
-	}
+	n.pending = mergeWakes(n.pending, ws...)
 	n.mu.Unlock()
 	select {
 	case n.kick <- struct{}{}:
@@ -133,11 +161,15 @@ func (n *notifier) loop() {
 		case <-n.kick:
 		}
 		n.mu.Lock()
-		names := n.pending
+		ws := n.pending
 		n.pending = nil
 		n.mu.Unlock()
-		if len(names) == 0 {
+		if len(ws) == 0 {
 			continue
+		}
+		names := make([]string, len(ws))
+		for i, w := range ws {
+			names[i] = formatWake(n.s.instance, w)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := pgx.BeginFunc(ctx, n.s.pool, func(tx pgx.Tx) error {

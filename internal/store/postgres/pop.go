@@ -299,7 +299,11 @@ func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *
 		if ps.p.AutoAck {
 			st.Commit(last)
 		} else {
-			st.Claim(ps.p.LeaseID, ps.nowMs+q.opts.LeaseDuration().Milliseconds(), last)
+			exp := ps.nowMs + q.opts.LeaseDuration().Milliseconds()
+			st.Claim(ps.p.LeaseID, exp, last)
+			if at := time.UnixMilli(exp); ps.res.LeaseExpiresAt.IsZero() || at.Before(ps.res.LeaseExpiresAt) {
+				ps.res.LeaseExpiresAt = at
+			}
 		}
 		claimedAt, dirty = t.s.nextClaim(ps.nowMs), true
 		ps.budget -= n
@@ -311,4 +315,30 @@ func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *
 	if st.Cursor >= c.lastOffset {
 		w.settle(c.partitionID, group)
 	}
+}
+
+// LaneNextReady reads, in one statement, the earliest time a lane of the
+// queue with unread messages may become claimable: the latest of the
+// deadlines that hold it back now (lease, retry delay, window buffer, a
+// delayed head message), the earliest over the lanes. It mirrors the
+// conditions of sqlPopClaim.
+func (s *Store) LaneNextReady(ctx context.Context, p *store.LanePopParams) (time.Time, error) {
+	if s.closed() {
+		return time.Time{}, store.ErrClosed
+	}
+	if err := s.ready(ctx); err != nil {
+		return time.Time{}, err
+	}
+	// One statement outside any transaction: a read, which resolves the
+	// queue's name itself rather than trusting the cache.
+	var at int64
+	err := s.pool.QueryRow(ctx, sqlLaneNextReady, store.TenantOrDefault(p.Tenant), p.Queue, p.ConsumerGroup,
+		p.Partition).Scan(&at)
+	if err != nil {
+		return time.Time{}, wrapErr("next ready lane", err)
+	}
+	if at == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(at), nil
 }

@@ -28,12 +28,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -73,6 +73,10 @@ type Config struct {
 	StatementTimeout time.Duration
 	// Logger receives start-up and error logs; nil discards them.
 	Logger *slog.Logger
+	// NameCacheSize is how many entries each name → id cache (queues,
+	// partitions) holds (QUEEN_NAME_CACHE_SIZE); 0 means
+	// DefaultNameCacheSize.
+	NameCacheSize int
 }
 
 // Store is the PostgreSQL engine. Create it with Open.
@@ -86,7 +90,10 @@ type Store struct {
 	// lastClaim is the last claim order handed out by nextClaim.
 	lastClaim atomic.Int64
 	wakes     *notifier
-	locks     *jobLocks // background jobs' locks, on a connection of their own (joblock.go)
+	// instance tells this store's wake-up notifications from other
+	// brokers' (notify.go).
+	instance string
+	locks    *jobLocks // background jobs' locks, on a connection of their own (joblock.go)
 
 	// migrated is set once the schema is known to be migrated; a store
 	// opened during an outage migrates when the database answers (ready).
@@ -125,12 +132,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, migrateErr
 	}
 	s := &Store{
-		pool:    pool,
-		connCfg: pcfg.ConnConfig.Copy(),
-		schema:  cfg.Schema,
-		log:     cfg.Logger.With("component", "postgres", "schema", cfg.Schema),
-		cache:   newCache(),
-		closing: make(chan struct{}),
+		pool:     pool,
+		connCfg:  pcfg.ConnConfig.Copy(),
+		schema:   cfg.Schema,
+		log:      cfg.Logger.With("component", "postgres", "schema", cfg.Schema),
+		cache:    newCache(cfg.NameCacheSize),
+		closing:  make(chan struct{}),
+		instance: uuid.NewString(),
 	}
 	s.pushes = newBatcher(s, flushesInFlight)
 	s.wakes = newNotifier(s)
@@ -278,7 +286,7 @@ type txn struct {
 	tx      pgx.Tx
 	s       *Store
 	learned []func(*cache)
-	wake    []string // queues to announce to other brokers after commit
+	wake    []store.Wake // wake-ups to announce to other brokers after commit
 	// deferWrites sends the writes of writeLanes with COMMIT (in final)
 	// rather than at once; set on lazyTx transactions, whose lane writes are
 	// their last statements.
@@ -390,14 +398,30 @@ func (s *Store) tryTx(ctx context.Context, d durability, fn func(t *txn) error) 
 	return nil
 }
 
-// wakeAfterCommit records queues whose consumers other brokers should wake
-// once this transaction has committed.
-func (t *txn) wakeAfterCommit(queues ...string) {
-	for _, q := range queues {
-		if !slices.Contains(t.wake, q) {
-			t.wake = append(t.wake, q)
+// wakeAfterCommit records wake-ups to announce to other brokers once this
+// transaction has committed; wake-ups of one queue add up.
+func (t *txn) wakeAfterCommit(ws ...store.Wake) {
+	t.wake = mergeWakes(t.wake, ws...)
+}
+
+// mergeWakes adds ws to into, one entry per queue: counts add up, and an
+// unknown count (0) stays unknown.
+func mergeWakes(into []store.Wake, ws ...store.Wake) []store.Wake {
+next:
+	for _, w := range ws {
+		for i := range into {
+			if into[i].Key == w.Key {
+				if into[i].Count == 0 || w.Count == 0 {
+					into[i].Count = 0
+				} else {
+					into[i].Count += w.Count
+				}
+				continue next
+			}
 		}
+		into = append(into, w)
 	}
+	return into
 }
 
 // learn records a cache update to publish after commit.

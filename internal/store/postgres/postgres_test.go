@@ -45,6 +45,25 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
 }
 
+// TestStoreSmallCache runs what goes through the name → id caches with
+// caches of two entries: dropped entries are read again, never guessed.
+func TestStoreSmallCache(t *testing.T) {
+	testURL(t)
+	storetest.RunSmallCache(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), Config{URL: testURL(t), Schema: newSchema(t), PoolSize: 8,
+			NameCacheSize: storetest.SmallNameCache})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
 func TestAPI(t *testing.T) {
 	testURL(t)
 	apitest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
@@ -101,13 +120,13 @@ func TestListen(t *testing.T) {
 		Items: []store.PushItem{storetest.Item("wake-me", "p", 0)}}); err != nil {
 		t.Fatal(err)
 	}
-	woken := make(chan string, 16)
+	woken := make(chan store.Wake, 16)
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- b.Listen(ctx, func(queues ...string) {
-			for _, q := range queues {
-				if q == "ready-probe" {
+		done <- b.Listen(ctx, func(ws ...store.Wake) {
+			for _, q := range ws {
+				if q.Key == "ready-probe" {
 					select {
 					case <-ready:
 					default:
@@ -144,8 +163,8 @@ waitReady:
 	select {
 	case q := <-woken:
 		elapsed := time.Since(start)
-		if want := store.QueueKey(store.DefaultTenant, "wake-me"); q != want {
-			t.Fatalf("woken for %q, want %q", q, want)
+		if want := (store.Wake{Key: store.QueueKey(store.DefaultTenant, "wake-me"), Count: 1}); q != want {
+			t.Fatalf("woken with %+v, want %+v", q, want)
 		}
 		t.Logf("push → wake through another store: %v", elapsed)
 		if elapsed > 50*time.Millisecond {
@@ -153,6 +172,26 @@ waitReady:
 		}
 	case <-time.After(time.Second):
 		t.Fatal("no wake-up within 1s")
+	}
+	// A push of three messages announces three, so that the other broker
+	// wakes three polls per group; a store never hears its own pushes (its
+	// broker woke its own polls already), so b's push reaches nobody here.
+	if _, err := b.MessagePushMany(ctx, &store.MessagePushManyParams{Now: time.Now(),
+		Items: []store.PushItem{storetest.Item("wake-me", "p", 10)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.MessagePushMany(ctx, &store.MessagePushManyParams{Now: time.Now(),
+		Items: []store.PushItem{storetest.Item("wake-me", "p", 2), storetest.Item("wake-me", "p", 3),
+			storetest.Item("wake-me", "p", 4)}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case q := <-woken:
+		if want := (store.Wake{Key: store.QueueKey(store.DefaultTenant, "wake-me"), Count: 3}); q != want {
+			t.Fatalf("woken with %+v, want %+v (b's own push must not be heard)", q, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up within 5s")
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -126,7 +126,7 @@ func (r *messageRows) add(part partRef, i int, e pushEntry) {
 func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	var rows messageRows
 	var pids, qids []int64
-	var queues []string
+	var queues []store.Wake // one count per message, for the long polls to wake
 	for i, e := range plan.entries {
 		if plan.firstOf[i] != i {
 			continue
@@ -134,9 +134,8 @@ func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 		rows.add(plan.parts[i], i, e)
 		pids = append(pids, plan.parts[i].id)
 		qids = append(qids, plan.parts[i].queueID)
-		if k := store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue); !slices.Contains(queues, k) {
-			queues = append(queues, k)
-		}
+		queues = mergeWakes(queues, store.Wake{Key: store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue),
+			Count: 1})
 	}
 	slices.Sort(pids)
 	pids = slices.Compact(pids)

@@ -210,6 +210,27 @@ const (
 			FOR UPDATE OF l SKIP LOCKED
 		)` + sqlPopRead + `LIMIT $5` + sqlPopOrder
 
+	// When the first lane of a queue (tenant $1, name $2) for a group ($3;
+	// only partition $4 when not '') that has unread messages may be
+	// claimed, in Unix milliseconds (0: none waits for a deadline): per lane
+	// the latest of the lease's expiry, the retry delay, the window buffer's
+	// end and the delayed head's due time, then the earliest over the lanes.
+	sqlLaneNextReady = `WITH q AS (
+			SELECT id, COALESCE((options->>'windowBuffer')::bigint, 0) AS window_buffer,
+				COALESCE((options->>'delayedProcessing')::bigint, 0) AS delayed
+			FROM queues WHERE tenant = $1 AND name = $2
+		)
+		SELECT COALESCE(min(greatest(
+			CASE WHEN l.lease_id IS NULL THEN 0 ELSE l.lease_expires_at END,
+			l.retry_at,
+			p.last_message_at + q.window_buffer * 1000,
+			CASE WHEN q.delayed = 0 THEN 0 ELSE COALESCE((SELECT m.created_at FROM messages m
+				WHERE m.partition_id = l.partition_id AND m.seq > l.cursor ORDER BY m.seq LIMIT 1), 0)
+				+ q.delayed * 1000 END)), 0)::bigint
+		FROM q CROSS JOIN lanes l JOIN partitions p ON p.id = l.partition_id
+		WHERE l.queue_id = q.id AND l.consumer_group = $3 AND l.ready AND l.cursor < p.last_offset
+		  AND ($4::text = '' OR p.name = $4)`
+
 	sqlPopQueue = `WITH q AS MATERIALIZED (
 			SELECT COALESCE((q.options->>'windowBuffer')::bigint, 0) AS window_buffer,
 				COALESCE((q.options->>'delayedProcessing')::bigint, 0) AS delayed,

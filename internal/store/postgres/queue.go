@@ -33,6 +33,10 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 			ID: q.uuid, Name: p.Name, Namespace: p.Namespace, Task: p.Task,
 			Options: p.Options, DefaultPartitionID: parts[k].uuid, Tenant: name.tenant,
 		}
+		// A shorter delay, window or lease may make messages poppable
+		// sooner than the deadlines the long polls of other brokers sleep
+		// until: wake them all.
+		t.wakeAfterCommit(store.Wake{Key: store.QueueKey(name.tenant, p.Name)})
 		return nil
 	})
 	return out, err

@@ -1,6 +1,14 @@
 package sqlite
 
-import "github.com/queen-go/queen/internal/store"
+import (
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// DefaultNameCacheSize is how many entries each name → id cache holds
+// when Config.NameCacheSize is 0 (QUEEN_NAME_CACHE_SIZE).
+const DefaultNameCacheSize = 50000
 
 // queueRow is a cached queues row.
 type queueRow struct {
@@ -39,11 +47,19 @@ type groupKey struct {
 // cache holds rows that never change behind the writer's back. It is owned by
 // the writer goroutine; any rollback resets it, since the rolled-back job may
 // have cached rows that no longer exist.
+//
+// Every map is an LRU of size entries (QUEEN_NAME_CACHE_SIZE), so that
+// millions of partitions do not grow memory without bound: an entry dropped
+// is read again when next needed. A partition row points at its queue's row;
+// since the queue's row may be dropped and read again (a new *queueRow,
+// which a reconfiguration then updates), a partition found in the cache is
+// re-pointed at the queue's current row before use (queue.go).
 type cache struct {
-	queues     map[queueName]*queueRow
-	partitions map[partitionKey]*partitionRow
-	byUUID     map[string]*partitionRow
-	groups     map[groupKey]int64 // subscribed_from
+	size       int
+	queues     *simplelru.LRU[queueName, *queueRow]
+	partitions *simplelru.LRU[partitionKey, *partitionRow]
+	byUUID     *simplelru.LRU[string, *partitionRow]
+	groups     *simplelru.LRU[groupKey, int64] // subscribed_from
 
 	// lastClaim is the claim order last written to lanes.last_claimed_at.
 	// It survives reset: it only ever grows, so a rolled-back claim merely
@@ -54,7 +70,7 @@ type cache struct {
 	lastSeq int64
 	// unconsumed counts, per partition of a queue with a maxSize, the
 	// messages after a position (capacity.go).
-	unconsumed map[int64]*unconsumedCount
+	unconsumed *simplelru.LRU[int64, *unconsumedCount]
 }
 
 // nextClaim returns a claim order greater than every earlier one: the claim
@@ -65,21 +81,36 @@ func (c *cache) nextClaim(nowMs int64) int64 {
 	return c.lastClaim
 }
 
-func newCache() *cache {
-	c := &cache{}
-	c.reset()
+func newCache(size int) *cache {
+	if size <= 0 {
+		size = DefaultNameCacheSize
+	}
+	c := &cache{size: size}
+	c.queues = newLRU[queueName, *queueRow](size)
+	c.partitions = newLRU[partitionKey, *partitionRow](size)
+	c.byUUID = newLRU[string, *partitionRow](size)
+	c.groups = newLRU[groupKey, int64](size)
+	c.unconsumed = newLRU[int64, *unconsumedCount](size)
 	return c
 }
 
 func (c *cache) reset() {
-	c.queues = make(map[queueName]*queueRow)
-	c.partitions = make(map[partitionKey]*partitionRow)
-	c.byUUID = make(map[string]*partitionRow)
-	c.groups = make(map[groupKey]int64)
-	c.unconsumed = make(map[int64]*unconsumedCount)
+	c.queues.Purge()
+	c.partitions.Purge()
+	c.byUUID.Purge()
+	c.groups.Purge()
+	c.unconsumed.Purge()
 }
 
 func (c *cache) addPartition(p *partitionRow) {
-	c.partitions[partitionKey{p.queue.id, p.name}] = p
-	c.byUUID[p.uuid] = p
+	c.partitions.Add(partitionKey{p.queue.id, p.name}, p)
+	c.byUUID.Add(p.uuid, p)
+}
+
+func newLRU[K comparable, V any](size int) *simplelru.LRU[K, V] {
+	l, err := simplelru.NewLRU[K, V](size, nil)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return l
 }

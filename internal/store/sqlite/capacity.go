@@ -85,7 +85,7 @@ func (t *txn) unconsumed(q *queueRow) (int64, error) {
 	}
 	var total int64
 	for _, p := range parts {
-		c := t.cache.unconsumed[p.id]
+		c, _ := t.cache.unconsumed.Get(p.id)
 		switch {
 		case c == nil || p.from < c.from:
 			// Unknown, or a group joined behind the counted position.
@@ -93,7 +93,7 @@ func (t *txn) unconsumed(q *queueRow) (int64, error) {
 			if err := t.queryRow(sqlMessagesCountRange, p.id, p.from, maxOffset).Scan(&c.n); err != nil {
 				return 0, fmt.Errorf("count unconsumed messages: %w", err)
 			}
-			t.cache.unconsumed[p.id] = c
+			t.cache.unconsumed.Add(p.id, c)
 		case p.from > c.from:
 			var passed int64
 			if err := t.queryRow(sqlMessagesCountRange, p.id, c.from, p.from).Scan(&passed); err != nil {
@@ -109,7 +109,7 @@ func (t *txn) unconsumed(q *queueRow) (int64, error) {
 // stored records a message stored in partition pid of capped queue q.
 func (t *txn) stored(rooms capRoom, q *queueRow, pid int64) {
 	rooms[q.id]--
-	if c := t.cache.unconsumed[pid]; c != nil {
+	if c, _ := t.cache.unconsumed.Get(pid); c != nil {
 		c.n++
 	}
 }
@@ -133,4 +133,4 @@ func (t *txn) refuse(part *partitionRow, it *store.PushItem, maxSize int) (store
 
 // forgetUnconsumed drops the count of partition pid, whose messages were
 // deleted.
-func (t *txn) forgetUnconsumed(pid int64) { delete(t.cache.unconsumed, pid) }
+func (t *txn) forgetUnconsumed(pid int64) { t.cache.unconsumed.Remove(pid) }

@@ -330,7 +330,7 @@ func (t *txn) joinForSeek(qid int64, group string, from int64, now time.Time) (b
 	if _, err := t.tx.ExecContext(t.ctx, sqlSeekJoinLanes, qid, group); err != nil {
 		return false, fmt.Errorf("create lanes: %w", err)
 	}
-	t.cache.groups[groupKey{qid, group}] = from
+	t.cache.groups.Add(groupKey{qid, group}, from)
 	return true, nil
 }
 
@@ -550,7 +550,7 @@ func (s *Store) GroupDelete(ctx context.Context, p *store.GroupDeleteParams) (*s
 				if _, err := tx.ExecContext(t.ctx, sqlGroupRowDelete, q.id, p.Group); err != nil {
 					return fmt.Errorf("delete group: %w", err)
 				}
-				delete(t.cache.groups, groupKey{q.id, p.Group})
+				t.cache.groups.Remove(groupKey{q.id, p.Group})
 				continue
 			}
 			var from int64

@@ -82,6 +82,12 @@ func (t *txn) pop(p *store.LanePopParams) (*store.PopResult, error) {
 					continue
 				}
 				res.Messages = append(res.Messages, msgs...)
+				if !p.AutoAck { // the lease claim took (see claim)
+					at := time.UnixMilli(p.Now.UnixMilli() + q.opts.LeaseDuration().Milliseconds())
+					if res.LeaseExpiresAt.IsZero() || at.Before(res.LeaseExpiresAt) {
+						res.LeaseExpiresAt = at
+					}
+				}
 				budget -= len(msgs)
 				lanes--
 				if budget == 0 || lanes == 0 {
@@ -161,7 +167,7 @@ func (t *txn) candidates(q *queueRow, p *store.LanePopParams, pinned int64, limi
 // beginning.
 func (t *txn) join(q *queueRow, p *store.LanePopParams) error {
 	key := groupKey{q.id, p.ConsumerGroup}
-	if _, ok := t.cache.groups[key]; ok {
+	if _, ok := t.cache.groups.Get(key); ok {
 		return nil
 	}
 	var from int64
@@ -179,7 +185,7 @@ func (t *txn) join(q *queueRow, p *store.LanePopParams) error {
 	} else if err != nil {
 		return fmt.Errorf("read consumer group: %w", err)
 	}
-	t.cache.groups[key] = from
+	t.cache.groups.Add(key, from)
 	return nil
 }
 
@@ -267,4 +273,31 @@ func (t *txn) deadLetter(partitionID int64, group string, dl *lane.DeadLetter, n
 		return fmt.Errorf("write dead letter: %w", err)
 	}
 	return nil
+}
+
+// LaneNextReady reads the earliest time a lane of the queue with unread
+// messages may become claimable (see store.LaneStore).
+func (s *Store) LaneNextReady(ctx context.Context, p *store.LanePopParams) (time.Time, error) {
+	var at int64
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		q, err := t.existingQueue(queueName{store.TenantOrDefault(p.Tenant), p.Queue})
+		if err != nil || q == nil {
+			return err
+		}
+		var pinned int64
+		if p.Partition != "" {
+			part, err := t.existingPartition(q, p.Partition)
+			if err != nil || part == nil {
+				return err
+			}
+			pinned = part.id
+		}
+		return t.queryRow(sqlLaneNextReady, q.id, p.ConsumerGroup, pinned, int64(q.opts.WindowBuffer)*1000,
+			int64(q.opts.DelayedProcessing)*1000).Scan(&at)
+	})
+	if err != nil || at == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(at), nil
 }

@@ -118,6 +118,21 @@ const (
 		WHERE l.partition_id = ?4 AND l.consumer_group = ?1 AND l.ready
 		  AND (l.lease_id IS NULL OR l.lease_expires_at <= ?2) AND l.retry_at <= ?2
 		  AND p.last_message_at <= ?3`
+	// When the first lane of a queue (?1) for group ?2 (only partition ?3
+	// when not 0) that has unread messages may be claimed, in Unix
+	// milliseconds (0: none waits for a deadline): per lane the latest of
+	// the lease's expiry, the retry delay, the window buffer's end (?4 ms)
+	// and the delayed head's due time (?5 ms, 0 for no delay), then the
+	// earliest over the lanes. It mirrors sqlLaneCandidates.
+	sqlLaneNextReady = `SELECT COALESCE(min(max(
+			CASE WHEN l.lease_id IS NULL THEN 0 ELSE l.lease_expires_at END,
+			l.retry_at,
+			p.last_message_at + ?4,
+			CASE WHEN ?5 = 0 THEN 0 ELSE COALESCE((SELECT m.created_at FROM messages m
+				WHERE m.partition_id = l.partition_id AND m.seq > l.cursor ORDER BY m.seq LIMIT 1), 0) + ?5 END)), 0)
+		FROM lanes l INDEXED BY lanes_ready JOIN partitions p ON p.id = l.partition_id
+		WHERE l.queue_id = ?1 AND l.consumer_group = ?2 AND l.ready AND l.cursor < p.last_offset
+		  AND (?3 = 0 OR l.partition_id = ?3)`
 	sqlLaneExtend = `UPDATE lanes SET lease_expires_at = max(lease_expires_at, ?)
 		WHERE lease_id = ? AND lease_expires_at > ? AND queue_id IN (SELECT id FROM queues WHERE tenant = ?)
 		RETURNING lease_expires_at`
@@ -178,7 +193,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlPartitionByName, sqlPartitionByUUID, sqlPartitionInsert, sqlPartitionAdvance,
 		sqlMessageInsert, sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
 		sqlMessagesAfterIDs, sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
-		sqlLaneCandidates, sqlLanePinned, sqlLaneExtend, sqlLeaseLive,
+		sqlLaneCandidates, sqlLanePinned, sqlLaneNextReady, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
 		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,

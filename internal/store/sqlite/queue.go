@@ -28,7 +28,7 @@ func (s *Store) QueueConfigure(ctx context.Context, p *store.QueueConfigureParam
 		q.namespace, q.task, q.opts = p.Namespace, p.Task, p.Options
 		// Counts of unconsumed messages are kept only while a queue has a
 		// cap: a queue whose cap comes back must count afresh.
-		clear(t.cache.unconsumed)
+		t.cache.unconsumed.Purge()
 		part, err := t.partition(q, store.DefaultPartition, p.Now)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func purgePartition(ctx context.Context, tx *sql.Tx, pid int64, budget int) (boo
 
 // existingQueue returns the named queue, or nil if there is none.
 func (t *txn) existingQueue(name queueName) (*queueRow, error) {
-	if q, ok := t.cache.queues[name]; ok {
+	if q, ok := t.cache.queues.Get(name); ok {
 		return q, nil
 	}
 	q := &queueRow{tenant: name.tenant, name: name.name}
@@ -151,7 +151,7 @@ func (t *txn) existingQueue(name queueName) (*queueRow, error) {
 	if q.opts, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
 		return nil, fmt.Errorf("queue %q: %w", name.name, err)
 	}
-	t.cache.queues[name] = q
+	t.cache.queues.Add(name, q)
 	return q, nil
 }
 
@@ -175,7 +175,7 @@ func (t *txn) queue(name queueName, namespace, task string, now time.Time) (*que
 	if q.id, err = res.LastInsertId(); err != nil {
 		return nil, err
 	}
-	t.cache.queues[name] = q
+	t.cache.queues.Add(name, q)
 	return q, nil
 }
 
@@ -203,7 +203,8 @@ func (t *txn) partition(q *queueRow, name string, now time.Time) (*partitionRow,
 
 // existingPartition returns the named partition of q, or nil.
 func (t *txn) existingPartition(q *queueRow, name string) (*partitionRow, error) {
-	if p, ok := t.cache.partitions[partitionKey{q.id, name}]; ok {
+	if p, ok := t.cache.partitions.Get(partitionKey{q.id, name}); ok {
+		p.queue = q // the queue's current row (see cache)
 		return p, nil
 	}
 	p := &partitionRow{name: name, queue: q}
@@ -220,7 +221,16 @@ func (t *txn) existingPartition(q *queueRow, name string) (*partitionRow, error)
 
 // partitionByUUID resolves a client-supplied partitionId, or returns nil.
 func (t *txn) partitionByUUID(id string) (*partitionRow, error) {
-	if p, ok := t.cache.byUUID[id]; ok {
+	if p, ok := t.cache.byUUID.Get(id); ok {
+		// The queue's current row (see cache); the same id, since a
+		// deleted queue resets the cache.
+		q, err := t.existingQueue(queueName{p.queue.tenant, p.queue.name})
+		if err != nil {
+			return nil, err
+		}
+		if q != nil && q.id == p.queue.id {
+			p.queue = q
+		}
 		return p, nil
 	}
 	p := &partitionRow{uuid: id}

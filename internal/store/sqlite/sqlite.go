@@ -43,6 +43,10 @@ type Config struct {
 	Dir string
 	// Logger receives start-up and error logs; nil discards them.
 	Logger *slog.Logger
+	// NameCacheSize is how many entries each name → id cache (queues,
+	// partitions, consumer groups) holds (QUEEN_NAME_CACHE_SIZE); 0 means
+	// DefaultNameCacheSize.
+	NameCacheSize int
 }
 
 // Store is the embedded engine. Create it with Open.
@@ -147,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		done:    make(chan struct{}),
 		closing: make(chan struct{}),
 		stmts:   stmts,
-		cache:   newCache(),
+		cache:   newCache(cfg.NameCacheSize),
 		sync:    durable, // the DSN opens with synchronous=FULL
 	}
 	s.lock = lock
@@ -369,7 +373,7 @@ func (s *Store) JobLockTry(ctx context.Context, name string) (func(), bool, erro
 
 // Listen returns nil when ctx ends: no other broker shares an embedded
 // store, and this broker wakes its own waiters.
-func (s *Store) Listen(ctx context.Context, wake func(keys ...string)) error {
+func (s *Store) Listen(ctx context.Context, wake func(ws ...store.Wake)) error {
 	select {
 	case <-ctx.Done():
 	case <-s.closing:

@@ -25,6 +25,24 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// TestStoreSmallCache runs what goes through the name → id caches with
+// caches of two entries: dropped entries are read again, never guessed.
+func TestStoreSmallCache(t *testing.T) {
+	storetest.RunSmallCache(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(),
+			NameCacheSize: storetest.SmallNameCache})
+		if err != nil {
+			t.Fatalf("sqlite.Open: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
 // TestSecondOpenRefused: a second broker on the same data folder must not
 // start; once the first closes, the folder is free again.
 func TestSecondOpenRefused(t *testing.T) {

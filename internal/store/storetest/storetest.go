@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Store", func(t *testing.T) { runStore(t, newStore) })
 	t.Run("Push", func(t *testing.T) { runPush(t, newStore) })
 	t.Run("Pop", func(t *testing.T) { runPop(t, newStore) })
+	t.Run("NextReady", func(t *testing.T) { runNextReady(t, newStore) }) // nextready.go
 	t.Run("Ack", func(t *testing.T) { runAck(t, newStore) })
 	t.Run("Lease", func(t *testing.T) { runLease(t, newStore) })
 	t.Run("Tx", func(t *testing.T) { runTx(t, newStore) })
