@@ -16,7 +16,7 @@ import (
 // long polls, for keys other than queues (an ephemeral queue's, the timer
 // service's). Take it before looking at the store, so that a change between
 // the look and the wait still wakes.
-func (b *Broker) Wait(key string) <-chan struct{} { return b.hub.wait(key) }
+func (b *Broker) Wait(key string) <-chan struct{} { return b.hub.watch(key) }
 
 // PrepareTimed prepares items to be pushed later (a timer's message) as a
 // push prepares them now: defaults, minted message ids, the caller's
@@ -49,14 +49,14 @@ func (b *Broker) Pushed(counts []store.PushedCount) {
 	if len(counts) == 0 {
 		return
 	}
-	var keys []string
+	var wakes []store.Wake
 	for _, c := range counts {
 		tally := b.metrics.Tally(store.TenantOrDefault(c.Tenant))
 		tally.Add(c.Queue, c.Messages)
 		tally.Pushed()
-		keys = appendNew(keys, store.QueueKey(store.TenantOrDefault(c.Tenant), c.Queue))
+		wakes = addWakes(wakes, store.QueueKey(store.TenantOrDefault(c.Tenant), c.Queue), c.Messages)
 	}
-	b.hub.kick(keys...)
+	b.hub.kick(wakes...)
 }
 
 // Unable reports why the broker cannot serve the key/value, timer and

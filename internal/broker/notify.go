@@ -55,11 +55,12 @@ func (c wakeCause) String() string {
 //
 // Lock order: hub.mu only; it is never held while calling out.
 type hub struct {
-	mu     sync.Mutex
-	queues map[string]map[string]*groupWaiters // queue key → consumer group
-	any    map[*waiter]struct{}                // namespace/task polls
-	woken  func(wakeCause)                     // counts wake-ups (metrics); called with mu held
-	now    func() time.Time                    // the broker's clock, which deadlines are read with
+	mu      sync.Mutex
+	queues  map[string]map[string]*groupWaiters // queue key → consumer group
+	any     map[*waiter]struct{}                // namespace/task polls
+	watches map[string]chan struct{}            // key → closed by its next kick (see watch)
+	woken   func(wakeCause)                     // counts wake-ups (metrics); called with mu held
+	now     func() time.Time                    // the broker's clock, which deadlines are read with
 }
 
 // groupWaiters are the polls of one consumer group on one queue.
@@ -90,7 +91,7 @@ func newHub(woken func(wakeCause), now func() time.Time) *hub {
 		now = time.Now
 	}
 	return &hub{queues: make(map[string]map[string]*groupWaiters), any: make(map[*waiter]struct{}), woken: woken,
-		now: now}
+		now: now, watches: make(map[string]chan struct{})}
 }
 
 // join returns a waiter for a long poll of key (anyQueue for namespace/task
@@ -147,13 +148,37 @@ func (h *hub) leave(w *waiter, pass bool) {
 	}
 }
 
+// watch returns a channel closed by the next kick of key, whatever its
+// count: the wake-ups of keys that are not message-plane queues (an
+// ephemeral queue's, the timer service's), whose few waiters all look again.
+// Take it before looking at the store, so that a change between the look
+// and the wait still wakes.
+func (h *hub) watch(key string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.watches[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		h.watches[key] = ch
+	}
+	return ch
+}
+
 // kick wakes polls for each wake-up (see hub). A Wake with Key "" wakes
 // every poll.
 func (h *hub) kick(ws ...store.Wake) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, wk := range ws {
+		if ch := h.watches[wk.Key]; ch != nil {
+			close(ch)
+			delete(h.watches, wk.Key)
+		}
 		if wk.Key == "" {
+			for k, ch := range h.watches {
+				close(ch)
+				delete(h.watches, k)
+			}
 			for _, groups := range h.queues {
 				for _, g := range groups {
 					h.wakeLocked(g, 0, wokenByPush)

@@ -200,3 +200,33 @@ func TestHubConcurrentWakeups(t *testing.T) {
 		t.Fatalf("groups left: %v", h.queues)
 	}
 }
+
+// Keys that are not message-plane queues (an ephemeral queue's, the timer
+// service's) are watched, not polled: every watcher of the key wakes on its
+// next kick, whatever the count, and a kick of another key wakes none.
+func TestHubWatch(t *testing.T) {
+	h := newHub(nil, nil)
+	a1, a2, b := h.watch("eph/a"), h.watch("eph/a"), h.watch("eph/b")
+	h.kick(store.Wake{Key: "eph/a", Count: 1})
+	for i, ch := range []<-chan struct{}{a1, a2} {
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("watcher %d of the kicked key not woken", i)
+		}
+	}
+	select {
+	case <-b:
+		t.Fatal("a watcher of another key woke")
+	default:
+	}
+	if again := h.watch("eph/a"); again == a1 {
+		t.Fatal("a watch taken after the kick is the closed channel")
+	}
+	h.kick(store.Wake{}) // every key
+	select {
+	case <-b:
+	default:
+		t.Fatal("a kick of every key left a watcher asleep")
+	}
+}

@@ -130,12 +130,15 @@ func DeriveNamespaceTask(queue string) (namespace, task string) {
 
 // addWake counts one more message (or released lane) for the long polls of
 // the queue key.
-func addWake(list []store.Wake, key string) []store.Wake {
+func addWake(list []store.Wake, key string) []store.Wake { return addWakes(list, key, 1) }
+
+// addWakes counts n more messages for the long polls of the queue key.
+func addWakes(list []store.Wake, key string, n int) []store.Wake {
 	for i := range list {
 		if list[i].Key == key {
-			list[i].Count++
+			list[i].Count += n
 			return list
 		}
 	}
-	return append(list, store.Wake{Key: key, Count: 1})
+	return append(list, store.Wake{Key: key, Count: n})
 }

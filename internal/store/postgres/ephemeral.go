@@ -252,7 +252,7 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 		var ids []string
 		var payloads [][]byte
 		var at []int64
-		var woken []string
+		var woken []store.Wake
 		for i, it := range p.Items {
 			rm := rooms[it.Queue]
 			switch {
@@ -265,8 +265,8 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 			}
 			rm.left--
 			qids, ids, payloads, at = append(qids, rm.id), append(ids, it.ID), append(payloads, it.Payload), append(at, nowMs)
-			if k := store.EphemeralKey(tenant, it.Queue); !slices.Contains(woken, k) {
-				woken = append(woken, k)
+			if k := (store.Wake{Key: store.EphemeralKey(tenant, it.Queue)}); !slices.Contains(woken, k) {
+				woken = append(woken, k) // Count 0: every waiter of the key looks
 			}
 		}
 		if len(ids) == 0 {

@@ -253,7 +253,7 @@ func (t *txn) streamAck(tenant string, p *store.StreamCycleParams, queue string)
 	}
 	if len(released) > 0 {
 		out.LeaseReleased = true
-		t.wakeAfterCommit(store.QueueKey(tenant, queue))
+		t.wakeAfterCommit(store.Wake{Key: store.QueueKey(tenant, queue), Count: len(released)})
 	}
 	return out, nil
 }

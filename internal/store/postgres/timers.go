@@ -139,7 +139,7 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 			}
 		}
 		if len(inserted) > 0 {
-			t.wakeAfterCommit(store.TimerWakeKey)
+			t.wakeAfterCommit(store.Wake{Key: store.TimerWakeKey})
 		}
 		return nil
 	})
