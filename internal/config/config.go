@@ -124,7 +124,7 @@ type Config struct {
 	TenantRatePerSec    float64       // QUEEN_TENANT_RATE_PER_SEC: tokens added per second
 	TimerBatch          int           // TIMER_BATCH_SIZE: timers one fire step pushes at most
 	TimerMaxDelay       time.Duration // TIMER_MAX_DELAY_SECONDS: furthest a timer may be scheduled ahead
-	TimerPollInterval   time.Duration // TIMER_POLL_INTERVAL_MS: longest the timer service goes without looking
+	TimerPollInterval   time.Duration // TIMER_POLL_INTERVAL_MS: how often a broker without the timer service tries to take it over
 	TimersEnabled       bool          // QUEEN_TIMERS_ENABLED
 }
 
@@ -430,7 +430,7 @@ var settings = []Setting{
 		Usage: "serve the timer routes and run the timer service (false: 403)",
 		kind:  boolean(func(c *Config) *bool { return &c.TimersEnabled })},
 	{Env: "TIMER_POLL_INTERVAL_MS", Flag: "timer-poll-interval-ms", Default: "250",
-		Usage: "longest the timer service goes without looking for due timers, in milliseconds",
+		Usage: "how often a broker without the timer service tries to take it over, in milliseconds (the broker with it wakes on schedules and due times, and looks at least every 20 intervals)",
 		kind:  millis(10, func(c *Config) *time.Duration { return &c.TimerPollInterval })},
 	{Env: "TIMER_BATCH_SIZE", Flag: "timer-batch-size", Default: "1000",
 		Usage: "timers one fire step pushes at most",

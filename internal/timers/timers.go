@@ -43,9 +43,10 @@ type Config struct {
 	MaxDelay time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
-	// PollEvery is the longest the service goes without looking for due
-	// timers; it also looks when a timer is scheduled and at the next due
-	// time it knows.
+	// PollEvery is how often a broker that does not fire timers tries to
+	// take the service over; the broker that fires them looks when a timer
+	// is scheduled (on any broker), at the next due time it knows, and at
+	// least every 20 PollEvery.
 	PollEvery time.Duration
 }
 
@@ -262,8 +263,16 @@ func (t *Timers) Cancel(ctx context.Context, tenant, id string) (*store.Timer, e
 func (t *Timers) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		wake := t.broker.Wait(store.TimerWakeKey)
-		next := t.fireDue(ctx)
+		next, held := t.fireDue(ctx)
 		wait := t.cfg.PollEvery
+		if held {
+			// The holder learns of every schedule (a wake-up from any
+			// broker) and knows the next due time: looking every poll
+			// interval on top would cost the database a few statements a
+			// second for nothing. It still looks now and then, in case a
+			// wake-up was lost.
+			wait = holderIdle * t.cfg.PollEvery
+		}
 		if !next.IsZero() {
 			wait = min(wait, max(next.Sub(t.cfg.Now()), 0))
 		}
@@ -277,18 +286,24 @@ func (t *Timers) run(ctx context.Context) {
 	}
 }
 
+// holderIdle is how many poll intervals the broker that fires timers waits
+// between looks when no schedule wakes it and nothing is due sooner.
+const holderIdle = 20
+
 // fireDue fires every due timer, in steps of cfg.Batch, and returns the
-// next due time (zero when unknown or not this broker's to fire).
-func (t *Timers) fireDue(ctx context.Context) time.Time {
+// next due time (zero when unknown) and whether this broker fired (held the
+// service's lock and found the store usable), so that it hears of every
+// schedule and need not poll.
+func (t *Timers) fireDue(ctx context.Context) (time.Time, bool) {
 	if t.broker.Unable() != "" {
-		return time.Time{} // push maintenance or an outage: timers wait, nothing is lost
+		return time.Time{}, false // push maintenance or an outage: timers wait, nothing is lost
 	}
 	release, ok, err := t.store.JobLockTry(ctx, jobLock)
 	if err != nil || !ok {
 		if err != nil && ctx.Err() == nil {
 			t.warn("timer lock failed", err)
 		}
-		return time.Time{}
+		return time.Time{}, false
 	}
 	defer release()
 	for ctx.Err() == nil {
@@ -297,7 +312,7 @@ func (t *Timers) fireDue(ctx context.Context) time.Time {
 			if ctx.Err() == nil {
 				t.warn("timer fire failed", err)
 			}
-			return time.Time{}
+			return time.Time{}, false
 		}
 		t.broker.Pushed(res.Pushed)
 		for _, f := range res.Fired {
@@ -310,10 +325,13 @@ func (t *Timers) fireDue(ctx context.Context) time.Time {
 		}
 	}
 	next, ok, err := t.store.TimerNext(ctx, &store.TimerNextParams{Now: t.cfg.Now()})
-	if err != nil || !ok {
-		return time.Time{}
+	if err != nil {
+		return time.Time{}, false
 	}
-	return next
+	if !ok {
+		return time.Time{}, true // none scheduled
+	}
+	return next, true
 }
 
 // warn logs a failure of the service at most every 10 s: it retries every
