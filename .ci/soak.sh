@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak scenario for 60 seconds on each engine (issue 13, target 6): a
+# The soak scenario for 60 seconds on each engine: a
 # steady push, pop and ack load on a queue with retention on; fails on any
 # verification violation, and prints the first and last windows and RSS
 # over time. The 30-minute soak is the same command with -duration 30m.
