@@ -3,6 +3,7 @@
 #
 #   bash .ci/pg.sh [DATA_DIR]        # default /tmp/queen-pg, port ${PGPORT:-55432}
 #   export QUEEN_TEST_DATABASE_URL=$(bash .ci/pg.sh | tail -1)
+#   QUEEN_CI_PGDB=name bash .ci/pg.sh  # another database (default queen_test)
 #
 # Idempotent: if a server is already running on DATA_DIR it only prints the
 # URL. Durability settings match production (fsync, synchronous_commit on),
@@ -13,7 +14,7 @@ set -euo pipefail
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 DATA=${1:-/tmp/queen-pg}
 PORT=${PGPORT:-55432}
-DB=queen_test
+DB=${QUEEN_CI_PGDB:-queen_test}
 URL="postgres://postgres@127.0.0.1:${PORT}/${DB}?sslmode=disable"
 
 die() { echo "pg.sh: $*" >&2; exit 1; }
