@@ -2,15 +2,11 @@ package httpapi_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
-
-	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/httpapi"
-	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
 // TestOpenAPIDescribesControlPlane drives the queue, partition and
@@ -18,24 +14,9 @@ import (
 // every exchange against openapi.json, as TestOpenAPIDescribesAnswers does
 // for the message plane.
 func TestOpenAPIDescribesControlPlane(t *testing.T) {
-	doc := fetchOpenAPI(t)
-	doc.Servers = nil
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := broker.New(st, broker.Config{})
-	t.Cleanup(b.Stop)
-	ctl := control.New(st, control.Config{Wake: b.Notify})
-	h := httpapi.New(httpapi.Config{Broker: b, Control: ctl, MaxBodyBytes: 4096, Version: "0.0.0-openapi"})
-	srv := httptest.NewServer(validating(t, doc, router, h))
-	t.Cleanup(srv.Close)
-	c := &caller{t: t, base: srv.URL}
+	f := newOpenAPIFixture(t, broker.Config{})
+	ctl := control.New(f.st, control.Config{Wake: f.b.Notify})
+	c := f.serve(httpapi.Config{Control: ctl, MaxBodyBytes: 4096})
 
 	c.want(201, "POST", "/api/v1/push", `{"items":[{"queue":"orders","partition":"p1","payload":1,"namespace":"shop","task":"bill"},`+
 		`{"queue":"orders","partition":"p2","payload":2},{"queue":"other","payload":3}]}`)

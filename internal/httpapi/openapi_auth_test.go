@@ -1,19 +1,15 @@
 package httpapi_test
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/httpapi"
-	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
 // TestOpenAPIDescribesAccessAnswers is TestOpenAPIDescribesAnswers for the
@@ -21,19 +17,7 @@ import (
 func TestOpenAPIDescribesAccessAnswers(t *testing.T) {
 	// /auth/login's page is a string like /metrics/prometheus's text.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
-	doc := fetchOpenAPI(t)
-	doc.Servers = nil
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := broker.New(st, broker.Config{})
-	t.Cleanup(b.Stop)
+	f := newOpenAPIFixture(t, broker.Config{})
 	v, err := auth.New(auth.Config{JWTEnabled: true, Secret: "k"})
 	if err != nil {
 		t.Fatal(err)
@@ -44,12 +28,10 @@ func TestOpenAPIDescribesAccessAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cfg := range []httpapi.Config{
-		{Broker: b, Version: "0.0.0-openapi", Exposed: func() bool { return true }, TenancyEnabled: true},
-		{Broker: b, Version: "0.0.0-openapi", Auth: v},
+		{Exposed: func() bool { return true }, TenancyEnabled: true},
+		{Auth: v},
 	} {
-		srv := httptest.NewServer(validating(t, doc, router, httpapi.New(cfg)))
-		t.Cleanup(srv.Close)
-		c := &caller{t: t, base: srv.URL}
+		c := f.serve(cfg)
 		if cfg.Auth != nil {
 			c.want(401, "GET", "/auth/me", "")
 			c.wantWith(200, "GET", "/auth/me", "Authorization", "Bearer "+token)

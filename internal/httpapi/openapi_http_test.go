@@ -14,11 +14,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/httpapi"
-	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
 // TestOpenAPIDescribesAnswers drives every route through the success and
@@ -28,23 +26,7 @@ import (
 // accept what real clients send). A hand-maintained document drifts; this
 // keeps it honest.
 func TestOpenAPIDescribesAnswers(t *testing.T) {
-	doc := fetchOpenAPI(t)
-	doc.Servers = nil // match requests to any host
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := broker.New(st, broker.Config{})
-	t.Cleanup(b.Stop)
-	h := httpapi.New(httpapi.Config{Broker: b, MaxBodyBytes: 4096, Version: "0.0.0-openapi"})
-	srv := httptest.NewServer(validating(t, doc, router, h))
-	t.Cleanup(srv.Close)
-	c := &caller{t: t, base: srv.URL}
+	c := newOpenAPIFixture(t, broker.Config{}).serve(httpapi.Config{MaxBodyBytes: 4096})
 
 	q := "orders.invoices"
 	qp := "/api/v1/pop/queue/" + url.PathEscape(q)

@@ -2,44 +2,27 @@ package httpapi_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/metrics"
-	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
 // TestOpenAPIDescribesStatus drives the status and analytics routes
 // through the answers they document, with series the sampler wrote, and
 // validates every exchange against openapi.json.
 func TestOpenAPIDescribesStatus(t *testing.T) {
-	doc := fetchOpenAPI(t)
-	doc.Servers = nil
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	m := metrics.New(prometheus.NewRegistry())
-	b := broker.New(st, broker.Config{Metrics: m})
-	t.Cleanup(b.Stop)
+	f := newOpenAPIFixture(t, broker.Config{Metrics: m})
+	st, b := f.st, f.b
 	ctl := control.New(st, control.Config{Wake: b.Notify})
 	sampler := control.NewSampler(st, m, control.SamplerConfig{Hostname: "h", WorkerID: "w"})
-	h := httpapi.New(httpapi.Config{Broker: b, Control: ctl, Metrics: m, MaxBodyBytes: 4096, Version: "0.0.0-openapi"})
-	srv := httptest.NewServer(validating(t, doc, router, h))
-	t.Cleanup(srv.Close)
-	c := &caller{t: t, base: srv.URL}
+	c := f.serve(httpapi.Config{Control: ctl, Metrics: m, MaxBodyBytes: 4096})
 
 	c.want(201, "POST", "/api/v1/push", `{"items":[{"queue":"orders","partition":"p1","payload":1,"namespace":"shop","task":"bill"},`+
 		`{"queue":"orders","partition":"p2","payload":2},{"queue":"other","payload":3}]}`)

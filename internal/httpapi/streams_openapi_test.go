@@ -3,15 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/routers/legacy"
-
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/httpapi"
-	"github.com/queen-go/queen/internal/store/sqlite"
 	"github.com/queen-go/queen/internal/streams"
 )
 
@@ -19,24 +15,9 @@ import (
 // they document and validates every exchange against openapi.json, as
 // TestOpenAPIDescribesAnswers does for the message plane.
 func TestOpenAPIDescribesStreams(t *testing.T) {
-	doc := fetchOpenAPI(t)
-	doc.Servers = nil
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := broker.New(st, broker.Config{})
-	t.Cleanup(b.Stop)
-	sx := streams.New(st, streams.Config{Wake: b.Notify})
-	h := httpapi.New(httpapi.Config{Broker: b, Streams: sx, MaxBodyBytes: 4096, Version: "0.0.0-openapi"})
-	srv := httptest.NewServer(validating(t, doc, router, h))
-	t.Cleanup(srv.Close)
-	c := &caller{t: t, base: srv.URL}
+	f := newOpenAPIFixture(t, broker.Config{})
+	sx := streams.New(f.st, streams.Config{Wake: f.b.Notify})
+	c := f.serve(httpapi.Config{Streams: sx, MaxBodyBytes: 4096})
 
 	var reg struct {
 		QueryID string `json:"query_id"`
