@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/statsql"
 )
 
 // The metrics series (migration 009). Every broker sharing the database
@@ -18,22 +19,6 @@ import (
 // a minute, so brokers never contend for them; the queue figures
 // (metrics_queue_state) are written by the holder of the metrics job's
 // lock only.
-
-// Columns of a QueueOps, in order, in metrics_queue and metrics_worker.
-var opsColumns = []string{"push_requests", "push_messages", "pop_requests", "pop_messages", "pop_empty",
-	"ack_requests", "ack_success", "ack_failed", "dlq", "transactions", "lag_count", "lag_sum_ms", "lag_max_ms"}
-
-// opsValues returns o's fields in the order of opsColumns.
-func opsValues(o *store.QueueOps) []any {
-	return []any{o.PushRequests, o.PushMessages, o.PopRequests, o.PopMessages, o.PopEmpty, o.AckRequests,
-		o.AckSuccess, o.AckFailed, o.DLQ, o.Transactions, o.LagCount, o.LagSumMs, o.LagMaxMs}
-}
-
-// opsTargets returns pointers to o's fields in the order of opsColumns.
-func opsTargets(o *store.QueueOps) []any {
-	return []any{&o.PushRequests, &o.PushMessages, &o.PopRequests, &o.PopMessages, &o.PopEmpty, &o.AckRequests,
-		&o.AckSuccess, &o.AckFailed, &o.DLQ, &o.Transactions, &o.LagCount, &o.LagSumMs, &o.LagMaxMs}
-}
 
 // rebind numbers the ? placeholders of a statement built for both engines.
 func rebind(q string) string {
@@ -50,29 +35,17 @@ func rebind(q string) string {
 	return b.String()
 }
 
-// placeholders returns n comma-separated ?.
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
-// upsert returns an INSERT of cols into table that replaces the row with
-// the same key.
-func upsert(table string, key, cols []string) string {
-	all := append(append([]string{}, key...), cols...)
-	set := make([]string, len(cols))
-	for i, c := range cols {
-		set[i] = c + " = excluded." + c
-	}
-	return rebind("INSERT INTO " + table + " (" + strings.Join(all, ", ") + ") VALUES (" + placeholders(len(all)) +
-		") ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET " + strings.Join(set, ", "))
-}
-
 var (
-	sqlStatsQueueUpsert = upsert("metrics_queue", []string{"tenant", "queue", "minute", "hostname", "worker_id"},
-		append(append([]string{}, opsColumns...), "parked"))
-	sqlStatsStateUpsert = upsert("metrics_queue_state", []string{"tenant", "minute", "queue"},
-		[]string{"pending", "processing", "dead_letter", "group_lag", "partitions"})
-	sqlStatsWorkerUpsert = upsert("metrics_worker", []string{"hostname", "worker_id", "minute"},
-		append(append([]string{"pid", "port"}, opsColumns...), "db_errors", "gauges"))
+	sqlStatsQueueUpsert = rebind(statsql.Upsert("metrics_queue", []string{"tenant", "queue", "minute", "hostname", "worker_id"},
+		append(append([]string{}, statsql.OpsColumns...), "parked")))
+	sqlStatsStateUpsert = rebind(statsql.Upsert("metrics_queue_state", []string{"tenant", "minute", "queue"},
+		[]string{"pending", "processing", "dead_letter", "group_lag", "partitions"}))
+	sqlStatsWorkerUpsert = rebind(statsql.Upsert("metrics_worker", []string{"hostname", "worker_id", "minute"},
+		append(append([]string{"pid", "port"}, statsql.OpsColumns...), "db_errors", "gauges")))
 )
+
+// pgStats is PostgreSQL's dialect of the metrics statements.
+var pgStats = statsql.Dialect{Cast: "::bigint", ArrayParams: true}
 
 // StatsRecord writes a broker's figures in one transaction, one round trip.
 func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) error {
@@ -83,7 +56,7 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 	for i := range p.Queues {
 		q := &p.Queues[i]
 		args := append([]any{store.TenantOrDefault(q.Tenant), q.Queue, q.Minute.UnixMilli(), q.Hostname,
-			q.WorkerID}, opsValues(&q.Ops)...)
+			q.WorkerID}, statsql.OpsValues(&q.Ops)...)
 		b.Queue(sqlStatsQueueUpsert, append(args, q.Parked)...)
 	}
 	for _, st := range p.States {
@@ -96,52 +69,17 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 		if err != nil {
 			return fmt.Errorf("postgres: record metrics: %w", err)
 		}
-		args := append([]any{w.Hostname, w.WorkerID, w.Minute.UnixMilli(), w.PID, w.Port}, opsValues(&w.Ops)...)
+		args := append([]any{w.Hostname, w.WorkerID, w.Minute.UnixMilli(), w.PID, w.Port}, statsql.OpsValues(&w.Ops)...)
 		b.Queue(sqlStatsWorkerUpsert, append(args, w.DBErrors, string(gauges))...)
 	}
 	return s.inTx(ctx, "record metrics", func(t *txn) error { return t.execBatch(&b) })
 }
 
-// rollupQuery sums the minute rows of [?, ?) over brokers into 15-minute
-// slots (parked: the largest minute of the slot, brokers summed), replacing
-// the slots' rows.
-func rollupQuery(cast string) string {
-	slot := fmt.Sprintf("(minute / %d) * %d", store.RollupSlot.Milliseconds(), store.RollupSlot.Milliseconds())
-	inner := make([]string, 0, len(opsColumns)+1)
-	outer := make([]string, 0, len(opsColumns)+1)
-	set := make([]string, 0, len(opsColumns)+1)
-	for _, c := range append(append([]string{}, opsColumns...), "parked") {
-		agg, outerAgg := "sum", "sum"
-		switch c {
-		case "lag_max_ms":
-			agg, outerAgg = "max", "max"
-		case "parked":
-			outerAgg = "max"
-		}
-		inner = append(inner, agg+"("+c+") AS "+c)
-		outer = append(outer, outerAgg+"("+c+")"+cast)
-		set = append(set, c+" = excluded."+c)
-	}
-	return "INSERT INTO metrics_queue_15m (tenant, minute, queue, " + strings.Join(opsColumns, ", ") + ", parked) " +
-		"SELECT tenant, " + slot + ", queue, " + strings.Join(outer, ", ") +
-		" FROM (SELECT tenant, minute, queue, " + strings.Join(inner, ", ") +
-		" FROM metrics_queue WHERE minute >= ? AND minute < ? GROUP BY tenant, minute, queue) x" +
-		" WHERE true GROUP BY tenant, " + slot + ", queue" +
-		" ON CONFLICT (tenant, minute, queue) DO UPDATE SET " + strings.Join(set, ", ")
-}
-
-// rollupWindow widens [From, To) to whole slots.
-func rollupWindow(p *store.StatsRollupParams) (from, to int64) {
-	from = store.BucketOf(p.From, store.RollupSlot).UnixMilli()
-	to = store.BucketOf(p.To, store.RollupSlot).Add(store.RollupSlot).UnixMilli()
-	return from, to
-}
-
-var sqlStatsRollup = rebind(rollupQuery("::bigint"))
+var sqlStatsRollup = rebind(statsql.Rollup(pgStats))
 
 // StatsRollup sums the minute rows of the window into 15-minute slots.
 func (s *Store) StatsRollup(ctx context.Context, p *store.StatsRollupParams) error {
-	from, to := rollupWindow(p)
+	from, to := statsql.RollupWindow(p)
 	return s.inTx(ctx, "roll metrics up", func(t *txn) error {
 		_, err := t.tx.Exec(t.ctx, sqlStatsRollup, from, to)
 		return err
@@ -180,88 +118,10 @@ func bucketExpr(d time.Duration) string {
 	return fmt.Sprintf("(minute / %d) * %d", b, b)
 }
 
-// seriesQuery builds the statement of StatsQueueSeries: per minute the rows
-// of a group are summed (brokers, and queues for SeriesByBucket), then the
-// minutes of a bucket (parked keeps its largest minute).
-func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
-	var keys []string
-	switch p.Group {
-	case store.SeriesByQueue:
-		keys = []string{"m.tenant", "m.queue"}
-	case store.SeriesByReplica:
-		keys = []string{"m.tenant", "m.queue", "m.hostname", "m.worker_id"}
-	}
-	join, args := "", []any{}
-	if p.Namespace != "" || p.Task != "" {
-		join = " JOIN queues q ON q.tenant = m.tenant AND q.name = m.queue"
-		if p.Namespace != "" {
-			join += " AND q.namespace = ?"
-			args = append(args, p.Namespace)
-		}
-		if p.Task != "" {
-			join += " AND q.task = ?"
-			args = append(args, p.Task)
-		}
-	}
-	var where []string
-	if !p.AllTenants {
-		where = append(where, "m.tenant = ?")
-		args = append(args, store.TenantOrDefault(p.Tenant))
-	}
-	where = append(where, "m.minute >= ?", "m.minute < ?")
-	args = append(args, p.From.UnixMilli(), p.To.UnixMilli())
-	if len(p.Queues) > 0 {
-		where = append(where, "m.queue = ANY (?)")
-		args = append(args, p.Queues)
-	}
-	if p.Hostname != "" {
-		where = append(where, "m.hostname = ?")
-		args = append(args, p.Hostname)
-	}
-	if p.WorkerID != "" {
-		where = append(where, "m.worker_id = ?")
-		args = append(args, p.WorkerID)
-	}
-	table := "metrics_queue"
-	if store.SeriesFromSlots(p) {
-		table = "metrics_queue_15m"
-	}
-	// Parked is summed over brokers (and queues) per minute, then the
-	// bucket keeps its largest minute: two levels, unless every row is
-	// already one group of a minute (a broker's row, a slot's queue).
-	oneLevel := p.Group == store.SeriesByReplica || (table != "metrics_queue" && p.Group == store.SeriesByQueue)
-	inner := make([]string, 0, len(opsColumns)+1)
-	outer := make([]string, 0, len(opsColumns)+1)
-	for _, c := range opsColumns {
-		agg := "sum"
-		if c == "lag_max_ms" {
-			agg = "max"
-		}
-		inner = append(inner, agg+"(m."+c+") AS "+c)
-		if oneLevel {
-			outer = append(outer, agg+"(m."+c+")::bigint")
-		} else {
-			outer = append(outer, agg+"("+c+")::bigint")
-		}
-	}
-	inner = append(inner, "sum(m.parked) AS parked")
-	innerKeys := strings.Join(append([]string{"m.minute"}, keys...), ", ")
-	from := "(SELECT " + innerKeys + ", " + strings.Join(inner, ", ") + " FROM " + table + " m" + join +
-		" WHERE " + strings.Join(where, " AND ") + " GROUP BY " + innerKeys + ") m"
-	if oneLevel {
-		from = table + " m" + join + " WHERE " + strings.Join(where, " AND ")
-	}
-	outer = append(outer, "max(m.parked)::bigint")
-	b := max(p.Bucket.Truncate(time.Minute), time.Minute).Milliseconds()
-	outerKeys := append([]string{fmt.Sprintf("(m.minute / %d) * %d", b, b)}, keys...)
-	query := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") + " FROM " + from +
-		" GROUP BY " + strings.Join(outerKeys, ", ") + " ORDER BY " + strings.Join(outerKeys, ", ")
-	return rebind(query), args
-}
-
 // StatsQueueSeries sums the per-queue counters into buckets.
 func (s *Store) StatsQueueSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.QueueBucket, error) {
-	query, args := seriesQuery(p)
+	query, args := statsql.Series(p, pgStats)
+	query = rebind(query)
 	var out []store.QueueBucket
 	err := s.inReadTx(ctx, "read queue metrics", func(t *txn) error {
 		out = out[:0]
@@ -275,7 +135,7 @@ func (s *Store) StatsQueueSeries(ctx context.Context, p *store.StatsSeriesParams
 		case store.SeriesByReplica:
 			targets = append(targets, &b.Tenant, &b.Queue, &b.Hostname, &b.WorkerID)
 		}
-		targets = append(append(targets, opsTargets(&b.Ops)...), &b.Parked)
+		targets = append(append(targets, statsql.OpsTargets(&b.Ops)...), &b.Parked)
 		_, err := pgx.ForEachRow(rows, targets, func() error {
 			b.Bucket = time.UnixMilli(bucket).UTC()
 			out = append(out, b)
@@ -328,7 +188,7 @@ func (s *Store) StatsQueueStateSeries(ctx context.Context, p *store.StatsSeriesP
 
 // StatsWorkerSeries returns per-broker rows.
 func (s *Store) StatsWorkerSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.WorkerMinute, error) {
-	query := `SELECT hostname, worker_id, minute, pid, port, ` + strings.Join(opsColumns, ", ") + `, db_errors, gauges
+	query := `SELECT hostname, worker_id, minute, pid, port, ` + strings.Join(statsql.OpsColumns, ", ") + `, db_errors, gauges
 		FROM metrics_worker WHERE minute >= $1 AND minute < $2 AND ($3 = '' OR hostname = $3)
 			AND ($4 = '' OR worker_id = $4)
 		ORDER BY hostname, worker_id, minute`
@@ -340,7 +200,7 @@ func (s *Store) StatsWorkerSeries(ctx context.Context, p *store.StatsSeriesParam
 		var minute int64
 		var pid, port int64
 		var gauges string
-		targets := append([]any{&w.Hostname, &w.WorkerID, &minute, &pid, &port}, opsTargets(&w.Ops)...)
+		targets := append([]any{&w.Hostname, &w.WorkerID, &minute, &pid, &port}, statsql.OpsTargets(&w.Ops)...)
 		_, err := pgx.ForEachRow(rows, append(targets, &w.DBErrors, &gauges), func() error {
 			w.Minute, w.PID, w.Port, w.Gauges = time.UnixMilli(minute).UTC(), int(pid), int(port), nil
 			if err := json.Unmarshal([]byte(gauges), &w.Gauges); err != nil {

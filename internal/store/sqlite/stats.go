@@ -11,48 +11,20 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/statsql"
 )
 
 // The metrics series (migration 009): written once a minute per broker by
 // the metrics sampler as a relaxed writer job (losing the last minute of
 // figures to a power cut is harmless), read through the read-only pool.
 
-// Columns of a QueueOps, in order, in metrics_queue and metrics_worker.
-var opsColumns = []string{"push_requests", "push_messages", "pop_requests", "pop_messages", "pop_empty",
-	"ack_requests", "ack_success", "ack_failed", "dlq", "transactions", "lag_count", "lag_sum_ms", "lag_max_ms"}
-
-// opsValues returns o's fields in the order of opsColumns.
-func opsValues(o *store.QueueOps) []any {
-	return []any{o.PushRequests, o.PushMessages, o.PopRequests, o.PopMessages, o.PopEmpty, o.AckRequests,
-		o.AckSuccess, o.AckFailed, o.DLQ, o.Transactions, o.LagCount, o.LagSumMs, o.LagMaxMs}
-}
-
-// opsTargets returns pointers to o's fields in the order of opsColumns.
-func opsTargets(o *store.QueueOps) []any {
-	return []any{&o.PushRequests, &o.PushMessages, &o.PopRequests, &o.PopMessages, &o.PopEmpty, &o.AckRequests,
-		&o.AckSuccess, &o.AckFailed, &o.DLQ, &o.Transactions, &o.LagCount, &o.LagSumMs, &o.LagMaxMs}
-}
-
-// upsert returns an INSERT of cols into table that replaces the row with
-// the same key.
-func upsert(table string, key, cols []string) string {
-	all := append(append([]string{}, key...), cols...)
-	set := make([]string, len(cols))
-	for i, c := range cols {
-		set[i] = c + " = excluded." + c
-	}
-	return "INSERT INTO " + table + " (" + strings.Join(all, ", ") + ") VALUES (" +
-		placeholders(len(all)) + ") ON CONFLICT (" + strings.Join(key, ", ") +
-		") DO UPDATE SET " + strings.Join(set, ", ")
-}
-
 var (
-	sqlStatsQueueUpsert = upsert("metrics_queue", []string{"tenant", "queue", "minute", "hostname", "worker_id"},
-		append(append([]string{}, opsColumns...), "parked"))
-	sqlStatsStateUpsert = upsert("metrics_queue_state", []string{"tenant", "minute", "queue"},
+	sqlStatsQueueUpsert = statsql.Upsert("metrics_queue", []string{"tenant", "queue", "minute", "hostname", "worker_id"},
+		append(append([]string{}, statsql.OpsColumns...), "parked"))
+	sqlStatsStateUpsert = statsql.Upsert("metrics_queue_state", []string{"tenant", "minute", "queue"},
 		[]string{"pending", "processing", "dead_letter", "group_lag", "partitions"})
-	sqlStatsWorkerUpsert = upsert("metrics_worker", []string{"hostname", "worker_id", "minute"},
-		append(append([]string{"pid", "port"}, opsColumns...), "db_errors", "gauges"))
+	sqlStatsWorkerUpsert = statsql.Upsert("metrics_worker", []string{"hostname", "worker_id", "minute"},
+		append(append([]string{"pid", "port"}, statsql.OpsColumns...), "db_errors", "gauges"))
 )
 
 // StatsRecord writes a broker's figures in one relaxed writer job.
@@ -72,7 +44,7 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 		for i := range p.Queues {
 			q := &p.Queues[i]
 			args := append([]any{store.TenantOrDefault(q.Tenant), q.Queue, q.Minute.UnixMilli(), q.Hostname,
-				q.WorkerID}, opsValues(&q.Ops)...)
+				q.WorkerID}, statsql.OpsValues(&q.Ops)...)
 			if _, err := tx.ExecContext(ctx, sqlStatsQueueUpsert, append(args, q.Parked)...); err != nil {
 				return fmt.Errorf("record queue metrics: %w", err)
 			}
@@ -86,7 +58,7 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 		}
 		for i := range p.Workers {
 			w := &p.Workers[i]
-			args := append([]any{w.Hostname, w.WorkerID, w.Minute.UnixMilli(), w.PID, w.Port}, opsValues(&w.Ops)...)
+			args := append([]any{w.Hostname, w.WorkerID, w.Minute.UnixMilli(), w.PID, w.Port}, statsql.OpsValues(&w.Ops)...)
 			if _, err := tx.ExecContext(ctx, sqlStatsWorkerUpsert, append(args, w.DBErrors,
 				string(workers[i]))...); err != nil {
 				return fmt.Errorf("record broker metrics: %w", err)
@@ -96,47 +68,12 @@ func (s *Store) StatsRecord(ctx context.Context, p *store.StatsRecordParams) err
 	})
 }
 
-// rollupQuery sums the minute rows of [?, ?) over brokers into 15-minute
-// slots (parked: the largest minute of the slot, brokers summed), replacing
-// the slots' rows.
-func rollupQuery(cast string) string {
-	slot := fmt.Sprintf("(minute / %d) * %d", store.RollupSlot.Milliseconds(), store.RollupSlot.Milliseconds())
-	inner := make([]string, 0, len(opsColumns)+1)
-	outer := make([]string, 0, len(opsColumns)+1)
-	set := make([]string, 0, len(opsColumns)+1)
-	for _, c := range append(append([]string{}, opsColumns...), "parked") {
-		agg, outerAgg := "sum", "sum"
-		switch c {
-		case "lag_max_ms":
-			agg, outerAgg = "max", "max"
-		case "parked":
-			outerAgg = "max"
-		}
-		inner = append(inner, agg+"("+c+") AS "+c)
-		outer = append(outer, outerAgg+"("+c+")"+cast)
-		set = append(set, c+" = excluded."+c)
-	}
-	return "INSERT INTO metrics_queue_15m (tenant, minute, queue, " + strings.Join(opsColumns, ", ") + ", parked) " +
-		"SELECT tenant, " + slot + ", queue, " + strings.Join(outer, ", ") +
-		" FROM (SELECT tenant, minute, queue, " + strings.Join(inner, ", ") +
-		" FROM metrics_queue WHERE minute >= ? AND minute < ? GROUP BY tenant, minute, queue) x" +
-		" WHERE true GROUP BY tenant, " + slot + ", queue" +
-		" ON CONFLICT (tenant, minute, queue) DO UPDATE SET " + strings.Join(set, ", ")
-}
-
-// rollupWindow widens [From, To) to whole slots.
-func rollupWindow(p *store.StatsRollupParams) (from, to int64) {
-	from = store.BucketOf(p.From, store.RollupSlot).UnixMilli()
-	to = store.BucketOf(p.To, store.RollupSlot).Add(store.RollupSlot).UnixMilli()
-	return from, to
-}
-
-var sqlStatsRollup = rollupQuery("")
+var sqlStatsRollup = statsql.Rollup(statsql.Dialect{})
 
 // StatsRollup sums the minute rows of the window into 15-minute slots, in
 // one relaxed writer job.
 func (s *Store) StatsRollup(ctx context.Context, p *store.StatsRollupParams) error {
-	from, to := rollupWindow(p)
+	from, to := statsql.RollupWindow(p)
 	return s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqlStatsRollup, from, to); err != nil {
 			return fmt.Errorf("roll metrics up: %w", err)
@@ -180,90 +117,9 @@ func (s *Store) StatsSweep(ctx context.Context, p *store.StatsSweepParams) (*sto
 	return out, nil
 }
 
-// seriesQuery builds the statement of StatsQueueSeries: per minute the rows
-// of a group are summed (brokers, and queues for GroupBucket), then the
-// minutes of a bucket (parked keeps its largest minute).
-func seriesQuery(p *store.StatsSeriesParams) (string, []any) {
-	var keys []string
-	switch p.Group {
-	case store.SeriesByQueue:
-		keys = []string{"m.tenant", "m.queue"}
-	case store.SeriesByReplica:
-		keys = []string{"m.tenant", "m.queue", "m.hostname", "m.worker_id"}
-	}
-	join, args := "", []any{}
-	if p.Namespace != "" || p.Task != "" {
-		join = " JOIN queues q ON q.tenant = m.tenant AND q.name = m.queue"
-		if p.Namespace != "" {
-			join += " AND q.namespace = ?"
-			args = append(args, p.Namespace)
-		}
-		if p.Task != "" {
-			join += " AND q.task = ?"
-			args = append(args, p.Task)
-		}
-	}
-	var where []string
-	if !p.AllTenants {
-		where = append(where, "m.tenant = ?")
-		args = append(args, store.TenantOrDefault(p.Tenant))
-	}
-	where = append(where, "m.minute >= ?", "m.minute < ?")
-	args = append(args, p.From.UnixMilli(), p.To.UnixMilli())
-	if len(p.Queues) > 0 {
-		where = append(where, "m.queue IN ("+placeholders(len(p.Queues))+")")
-		for _, q := range p.Queues {
-			args = append(args, q)
-		}
-	}
-	if p.Hostname != "" {
-		where = append(where, "m.hostname = ?")
-		args = append(args, p.Hostname)
-	}
-	if p.WorkerID != "" {
-		where = append(where, "m.worker_id = ?")
-		args = append(args, p.WorkerID)
-	}
-	table := "metrics_queue"
-	if store.SeriesFromSlots(p) {
-		table = "metrics_queue_15m"
-	}
-	// Parked is summed over brokers (and queues) per minute, then the
-	// bucket keeps its largest minute: two levels, unless every row is
-	// already one group of a minute (a broker's row, a slot's queue).
-	oneLevel := p.Group == store.SeriesByReplica || (table != "metrics_queue" && p.Group == store.SeriesByQueue)
-	inner := make([]string, 0, len(opsColumns)+1)
-	outer := make([]string, 0, len(opsColumns)+1)
-	for _, c := range opsColumns {
-		agg := "sum"
-		if c == "lag_max_ms" {
-			agg = "max"
-		}
-		inner = append(inner, agg+"(m."+c+") AS "+c)
-		if oneLevel {
-			outer = append(outer, agg+"(m."+c+")")
-		} else {
-			outer = append(outer, agg+"("+c+")")
-		}
-	}
-	inner = append(inner, "sum(m.parked) AS parked")
-	innerKeys := strings.Join(append([]string{"m.minute"}, keys...), ", ")
-	from := "(SELECT " + innerKeys + ", " + strings.Join(inner, ", ") + " FROM " + table + " m" + join +
-		" WHERE " + strings.Join(where, " AND ") + " GROUP BY " + innerKeys + ") m"
-	if oneLevel {
-		from = table + " m" + join + " WHERE " + strings.Join(where, " AND ")
-	}
-	outer = append(outer, "max(m.parked)")
-	b := max(p.Bucket.Truncate(time.Minute), time.Minute).Milliseconds()
-	outerKeys := append([]string{fmt.Sprintf("(m.minute / %d) * %d", b, b)}, keys...)
-	query := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") + " FROM " + from +
-		" GROUP BY " + strings.Join(outerKeys, ", ") + " ORDER BY " + strings.Join(outerKeys, ", ")
-	return query, args
-}
-
 // StatsQueueSeries sums the per-queue counters into buckets.
 func (s *Store) StatsQueueSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.QueueBucket, error) {
-	query, args := seriesQuery(p)
+	query, args := statsql.Series(p, statsql.Dialect{})
 	var out []store.QueueBucket
 	err := s.read(ctx, "read queue metrics", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, query, args...)
@@ -281,7 +137,7 @@ func (s *Store) StatsQueueSeries(ctx context.Context, p *store.StatsSeriesParams
 			case store.SeriesByReplica:
 				targets = append(targets, &b.Tenant, &b.Queue, &b.Hostname, &b.WorkerID)
 			}
-			targets = append(append(targets, opsTargets(&b.Ops)...), &b.Parked)
+			targets = append(append(targets, statsql.OpsTargets(&b.Ops)...), &b.Parked)
 			if err := rows.Scan(targets...); err != nil {
 				return err
 			}
@@ -308,7 +164,7 @@ func (s *Store) StatsQueueStateSeries(ctx context.Context, p *store.StatsSeriesP
 		args = append([]any{store.TenantOrDefault(p.Tenant)}, args...)
 	}
 	if len(p.Queues) > 0 {
-		where += " AND queue IN (" + placeholders(len(p.Queues)) + ")"
+		where += " AND queue IN (" + statsql.Placeholders(len(p.Queues)) + ")"
 		for _, q := range p.Queues {
 			args = append(args, q)
 		}
@@ -343,7 +199,7 @@ func (s *Store) StatsQueueStateSeries(ctx context.Context, p *store.StatsSeriesP
 
 // StatsWorkerSeries returns per-broker rows.
 func (s *Store) StatsWorkerSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.WorkerMinute, error) {
-	query := `SELECT hostname, worker_id, minute, pid, port, ` + strings.Join(opsColumns, ", ") + `, db_errors, gauges
+	query := `SELECT hostname, worker_id, minute, pid, port, ` + strings.Join(statsql.OpsColumns, ", ") + `, db_errors, gauges
 		FROM metrics_worker WHERE minute >= ? AND minute < ? AND (? = '' OR hostname = ?) AND (? = '' OR worker_id = ?)
 		ORDER BY hostname, worker_id, minute`
 	var out []store.WorkerMinute
@@ -358,7 +214,7 @@ func (s *Store) StatsWorkerSeries(ctx context.Context, p *store.StatsSeriesParam
 			var w store.WorkerMinute
 			var minute int64
 			var gauges string
-			targets := append([]any{&w.Hostname, &w.WorkerID, &minute, &w.PID, &w.Port}, opsTargets(&w.Ops)...)
+			targets := append([]any{&w.Hostname, &w.WorkerID, &minute, &w.PID, &w.Port}, statsql.OpsTargets(&w.Ops)...)
 			if err := rows.Scan(append(targets, &w.DBErrors, &gauges)...); err != nil {
 				return err
 			}
@@ -384,7 +240,7 @@ func (s *Store) StatsRetentionSeries(ctx context.Context, p *store.StatsSeriesPa
 	where := "tenant = ? AND minute >= ? AND minute < ?"
 	args := []any{store.TenantOrDefault(p.Tenant), p.From.UnixMilli(), p.To.UnixMilli()}
 	if len(p.Queues) > 0 {
-		where += " AND queue IN (" + placeholders(len(p.Queues)) + ")"
+		where += " AND queue IN (" + statsql.Placeholders(len(p.Queues)) + ")"
 		for _, q := range p.Queues {
 			args = append(args, q)
 		}
@@ -494,9 +350,6 @@ func (s *Store) StatsEngine(ctx context.Context, p *store.StatsEngineParams) (*s
 	}
 	return out, nil
 }
-
-// placeholders returns n comma-separated ?.
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // fileSize returns the size of a file; 0 when it does not exist.
 func fileSize(name string) int64 {
