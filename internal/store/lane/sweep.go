@@ -58,3 +58,70 @@ func (s *State) Evict(offsets []int64, nowMs int64) []DeadLetter {
 	s.Commit(offsets[len(offsets)-1])
 	return dead
 }
+
+// Eviction is what an eviction step does to one partition (EvictPartition).
+type Eviction struct {
+	// Dead holds, per lane in the order given, the dead letters to write
+	// (the lane's state has moved past them); nil for a lane left alone.
+	Dead [][]DeadLetter
+	// Floor is the partition's new floor: nothing at or below it waits in
+	// any unleased lane.
+	Floor int64
+	// Evicted counts the messages evicted, each once whatever the number of
+	// groups that dead-lettered it.
+	Evicted int
+	// Used is how much of the budget the dead letters took.
+	Used int
+	// More says the budget ran out before the last offset.
+	More bool
+	// Skip says every lane is leased: nothing moves, a later sweep evicts.
+	Skip bool
+}
+
+// EvictPartition evicts offsets (the partition's messages above the slowest
+// lane that waited too long, ascending) from every unleased lane, writing at
+// most budget dead letters in all, and moves the partition's floor past what
+// every unleased lane has passed. A message counts as evicted once, when the
+// floor passes it: then every unleased lane has passed it, and the slowest
+// of them was behind it, so that lane evicted it. floor is the partition's
+// floor before the step; more says offsets did not reach the end of the
+// partition's old messages.
+func EvictPartition(lanes []*State, floor int64, offsets []int64, budget int, more bool, nowMs int64) Eviction {
+	ev := Eviction{Dead: make([][]DeadLetter, len(lanes)), More: more}
+	if len(offsets) == 0 {
+		ev.Skip = true
+		return ev
+	}
+	last := offsets[len(offsets)-1]
+	ev.Floor = last // lowered to the lowest cursor an unleased lane is left at
+	behind := int64(-1)
+	for i, l := range lanes {
+		if l.Leased(nowMs) {
+			continue // its consumer is on it; a later sweep evicts the rest
+		}
+		if behind < 0 || l.Cursor < behind {
+			behind = l.Cursor
+		}
+		var mine []int64
+		for _, off := range offsets {
+			if off > l.Cursor && len(mine) < budget-ev.Used {
+				mine = append(mine, off)
+			}
+		}
+		ev.Dead[i] = l.Evict(mine, nowMs)
+		ev.Used += len(ev.Dead[i])
+		if l.Cursor < last {
+			ev.Floor, ev.More = min(ev.Floor, l.Cursor), true // the budget ran out
+		}
+	}
+	if behind < 0 {
+		ev.Skip = true
+		return ev
+	}
+	for _, off := range offsets {
+		if off > max(floor, behind) && off <= ev.Floor {
+			ev.Evicted++
+		}
+	}
+	return ev
+}

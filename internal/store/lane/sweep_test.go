@@ -139,3 +139,43 @@ func TestRetryDelayClearedByClaimAndCommit(t *testing.T) {
 		t.Errorf("Commit to a new head kept RetryAt %d", st.RetryAt)
 	}
 }
+
+// EvictPartition: every unleased lane evicts what it has not passed, within
+// one budget for the partition; the floor moves past what all of them
+// passed, and a message dead-lettered by two groups counts once.
+func TestEvictPartition(t *testing.T) {
+	const now = 1000
+	offs := []int64{3, 4, 5, 6}
+	t.Run("two lanes, one behind the other", func(t *testing.T) {
+		a, b := &State{Cursor: 2}, &State{Cursor: 4}
+		ev := EvictPartition([]*State{a, b}, 2, offs, 100, false, now)
+		if len(ev.Dead[0]) != 4 || len(ev.Dead[1]) != 2 || ev.Used != 6 {
+			t.Fatalf("dead letters %d and %d (used %d), want 4 and 2", len(ev.Dead[0]), len(ev.Dead[1]), ev.Used)
+		}
+		if ev.Floor != 6 || ev.Evicted != 4 || ev.More || ev.Skip {
+			t.Fatalf("floor %d evicted %d more %v skip %v, want 6, 4 (each message once), false, false", ev.Floor, ev.Evicted, ev.More, ev.Skip)
+		}
+		if a.Cursor != 6 || b.Cursor != 6 {
+			t.Fatalf("cursors %d and %d, want both past the evicted messages (6)", a.Cursor, b.Cursor)
+		}
+	})
+	t.Run("the budget runs out", func(t *testing.T) {
+		a, b := &State{Cursor: 2}, &State{Cursor: 2}
+		ev := EvictPartition([]*State{a, b}, 2, offs, 5, false, now)
+		if ev.Used != 5 || ev.Floor != 3 || !ev.More || ev.Evicted != 1 {
+			t.Fatalf("used %d floor %d more %v evicted %d, want 5, 3 (the second lane stopped at 3), true, 1", ev.Used, ev.Floor, ev.More, ev.Evicted)
+		}
+	})
+	t.Run("a leased lane is left alone", func(t *testing.T) {
+		leased := &State{Cursor: 2, LeaseID: "l", LeaseExpiresAt: now + 1, BatchEnd: 3}
+		free := &State{Cursor: 2}
+		ev := EvictPartition([]*State{leased, free}, 2, offs, 100, false, now)
+		if ev.Dead[0] != nil || leased.Cursor != 2 || len(ev.Dead[1]) != 4 || ev.Floor != 6 {
+			t.Fatalf("leased lane dead %d cursor %d; free lane dead %d; floor %d", len(ev.Dead[0]), leased.Cursor, len(ev.Dead[1]), ev.Floor)
+		}
+		ev = EvictPartition([]*State{leased}, 2, offs, 100, false, now)
+		if !ev.Skip {
+			t.Fatal("every lane leased: the step must skip the partition")
+		}
+	})
+}

@@ -384,56 +384,34 @@ func (sw *sweep) evict(sp sweepPartition, cutoff int64) (bool, error) {
 	if err != nil || len(offs) == 0 {
 		return false, err
 	}
-	// A message counts as evicted (once, whatever the number of groups)
-	// when the floor passes it: then every unleased lane has passed it, and
-	// the slowest of them was behind it, so that lane evicted it.
-	last := offs[len(offs)-1]
-	floor := last // lowered to the lowest cursor an unleased lane is left at
-	behind := int64(-1)
+	states := make([]*lane.State, len(lanes))
 	for i := range lanes {
+		states[i] = &lanes[i].state
+	}
+	ev := lane.EvictPartition(states, sp.floor, offs, sw.budget, more, sw.nowMs)
+	sw.budget -= ev.Used
+	for i, dead := range ev.Dead {
 		l := &lanes[i]
-		if l.state.Leased(sw.nowMs) {
-			continue // its consumer is on it; a later sweep evicts the rest
-		}
-		if behind < 0 || l.state.Cursor < behind {
-			behind = l.state.Cursor
-		}
-		var mine []int64
-		for _, off := range offs {
-			if off > l.state.Cursor && len(mine) < sw.budget {
-				mine = append(mine, off)
-			}
-		}
-		dead := l.state.Evict(mine, sw.nowMs)
 		for k := range dead {
 			sw.w.deadLetter(sp.id, l.group, &dead[k], sw.nowMs)
 		}
-		sw.budget -= len(dead)
 		if len(dead) > 0 && joined {
 			sw.w.save(sp.id, l.group, &l.state, 0)
 			if l.state.Cursor >= lastOffset {
 				sw.w.settle(sp.id, l.group)
 			}
 		}
-		if l.state.Cursor < last {
-			floor, more = min(floor, l.state.Cursor), true // the budget ran out
-		}
 	}
-	if behind < 0 {
+	if ev.Skip {
 		return false, nil // every lane is leased: a later sweep
 	}
-	evicted := 0
-	for _, off := range offs {
-		if off > max(sp.floor, behind) && off <= floor {
-			evicted++
-		}
-	}
+	floor, evicted := ev.Floor, ev.Evicted
 	if _, err := sw.tx.Exec(sw.ctx, sqlSweepFloor, sp.id, floor); err != nil {
 		return false, fmt.Errorf("retention sweep: move floor: %w", err)
 	}
 	sw.removed += evicted
 	sw.history[sp.queue] += evicted
-	return more, nil
+	return ev.More, nil
 }
 
 // record writes the step's history.
