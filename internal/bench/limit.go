@@ -32,12 +32,30 @@ type LimitConfig struct {
 	Partitions   int           // partition ids the rows spread over
 	Clients      int           // concurrent writers (PostgreSQL; SQLite has one writer)
 	Duration     time.Duration // how long to insert
+	// Mode is how rows are written: LimitInsert (one multi-row INSERT per
+	// batch, the default) or LimitCopy (one COPY per batch, PostgreSQL only:
+	// the fastest way into a table, and what a push could at best reach).
+	Mode string
+	// Table is the PostgreSQL scratch table's shape: LimitTableQueen (Queen's
+	// messages table, the default) or LimitTableBroker (the PostgreSQL
+	// engine's own messages table).
+	Table string
 }
+
+// Limit modes and PostgreSQL table shapes.
+const (
+	LimitInsert      = "insert"
+	LimitCopy        = "copy"
+	LimitTableQueen  = "queen"
+	LimitTableBroker = "broker"
+)
 
 // LimitResult is the measured ceiling.
 type LimitResult struct {
-	Engine     string  `json:"engine"` // "sqlite" or "postgres"
-	Target     string  `json:"target"` // with any password removed
+	Engine     string  `json:"engine"`          // "sqlite" or "postgres"
+	Mode       string  `json:"mode"`            // "insert" or "copy"
+	Table      string  `json:"table,omitempty"` // PostgreSQL: "queen" or "broker"
+	Target     string  `json:"target"`          // with any password removed
 	Durability string  `json:"durability"`
 	Batch      int     `json:"batch"`
 	Clients    int     `json:"clients"`
@@ -60,8 +78,21 @@ func MeasureLimit(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 	if cfg.Duration <= 0 {
 		cfg.Duration = 5 * time.Second
 	}
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = LimitInsert
+	case LimitInsert, LimitCopy:
+	default:
+		return nil, fmt.Errorf("limit mode %q: want insert or copy", cfg.Mode)
+	}
+	if cfg.Table == "" {
+		cfg.Table = LimitTableQueen
+	}
 	switch {
 	case strings.HasPrefix(cfg.Target, "sqlite:"):
+		if cfg.Mode == LimitCopy {
+			return nil, errors.New("the copy limit needs PostgreSQL: SQLite has no COPY (its insert limit is its limit)")
+		}
 		return limitSQLite(ctx, cfg, strings.TrimPrefix(cfg.Target, "sqlite:"))
 	case strings.HasPrefix(cfg.Target, "postgres://"), strings.HasPrefix(cfg.Target, "postgresql://"):
 		return limitPostgres(ctx, cfg)
@@ -221,7 +252,7 @@ func limitSQLite(ctx context.Context, cfg LimitConfig, dir string) (*LimitResult
 		return nil, fmt.Errorf("sqlite limit: %w", err)
 	}
 	res := &LimitResult{
-		Engine: "sqlite", Target: "sqlite:" + dir, Batch: cfg.Batch, Clients: 1,
+		Engine: "sqlite", Mode: LimitInsert, Target: "sqlite:" + dir, Batch: cfg.Batch, Clients: 1,
 		Durability: fmt.Sprintf("journal_mode=%s synchronous=%s", mode, sqliteSyncName(syncMode)),
 	}
 	return finishLimit(res, rows, elapsed, len(appendPayload(nil, run, 0, 0, time.Now().UnixNano(), cfg.PayloadBytes))), nil
@@ -241,24 +272,73 @@ func sqliteSyncName(v string) string {
 	return v
 }
 
-// limitPostgres inserts into a scratch table shaped like Queen's messages
-// table (uuid key, jsonb payload, unique (partition, transaction id), index
-// (partition, created_at, id)) from Clients connections, each sending one
-// multi-row INSERT per batch. synchronous_commit is left as the server has
-// it, which is what the broker gets.
+// pgLimitTable is the scratch table the PostgreSQL limit writes: its DDL
+// (with %[1]s for the table name), its columns and one row's values.
+type pgLimitTable struct {
+	ddl     string
+	columns []string
+	row     func(w int, seq int64) []any
+}
+
+// pgLimitTables are the table shapes: Queen's messages table (uuid key,
+// jsonb payload, unique (partition, transaction id), index (partition,
+// created_at, id)), or the PostgreSQL engine's own (bigint partition and
+// offset as the key, unique (partition, transaction id), bytea payload).
+func pgLimitTables(cfg LimitConfig, gen limitRows) map[string]pgLimitTable {
+	partIDs := make([][16]byte, cfg.Partitions)
+	for i := range partIDs {
+		partIDs[i] = uuid.New()
+	}
+	return map[string]pgLimitTable{
+		LimitTableQueen: {
+			ddl: `CREATE TABLE %[1]s (
+				id uuid PRIMARY KEY, transaction_id varchar(255) NOT NULL, partition_id uuid NOT NULL,
+				payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+				CREATE UNIQUE INDEX %[1]s_txn ON %[1]s (partition_id, transaction_id);
+				CREATE INDEX %[1]s_order ON %[1]s (partition_id, created_at, id);`,
+			columns: []string{"id", "transaction_id", "partition_id", "payload"},
+			row: func(w int, seq int64) []any {
+				part, txn, pl := gen.row(w, seq)
+				// [16]byte encodes as uuid; a string goes into jsonb as is.
+				return []any{[16]byte(uuid.Must(uuid.NewV7())), txn, partIDs[part], pl}
+			},
+		},
+		LimitTableBroker: {
+			ddl: `CREATE TABLE %[1]s (
+				partition_id bigint NOT NULL, seq bigint NOT NULL, id text NOT NULL,
+				transaction_id text COLLATE "C" NOT NULL, trace_id text, producer_sub text,
+				payload bytea NOT NULL, created_at bigint NOT NULL, PRIMARY KEY (partition_id, seq));
+				CREATE UNIQUE INDEX %[1]s_txn ON %[1]s (partition_id, transaction_id);`,
+			columns: []string{"partition_id", "seq", "id", "transaction_id", "payload", "created_at"},
+			row: func(w int, seq int64) []any {
+				part, txn, pl := gen.row(w, seq)
+				// Offsets unique per partition across writers.
+				return []any{int64(part + 1), seq*int64(cfg.Clients) + int64(w), uuid.Must(uuid.NewV7()).String(),
+					txn, []byte(pl), time.Now().UnixMilli()}
+			},
+		},
+	}
+}
+
+// limitPostgres writes into a scratch table (Queen's shape or the broker's,
+// see pgLimitTables) from Clients connections, each sending one multi-row
+// INSERT (or one COPY in copy mode) per batch in its own transaction.
+// synchronous_commit is left as the server has it, which is what the
+// broker gets.
 func limitPostgres(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 	run := newRunID()
 	table := "queen_bench_limit_" + run
+	gen := limitRows{run: run, size: cfg.PayloadBytes, partitions: cfg.Partitions}
+	shape, ok := pgLimitTables(cfg, gen)[cfg.Table]
+	if !ok {
+		return nil, fmt.Errorf("limit table %q: want queen or broker", cfg.Table)
+	}
 	admin, err := pgx.Connect(ctx, cfg.Target)
 	if err != nil {
 		return nil, fmt.Errorf("postgres limit: %w", err)
 	}
 	defer admin.Close(context.WithoutCancel(ctx))
-	if _, err := admin.Exec(ctx, `CREATE TABLE `+table+` (
-		id uuid PRIMARY KEY, transaction_id varchar(255) NOT NULL, partition_id uuid NOT NULL,
-		payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
-		CREATE UNIQUE INDEX `+table+`_txn ON `+table+` (partition_id, transaction_id);
-		CREATE INDEX `+table+`_order ON `+table+` (partition_id, created_at, id);`); err != nil {
+	if _, err := admin.Exec(ctx, fmt.Sprintf(shape.ddl, table)); err != nil {
 		return nil, fmt.Errorf("postgres limit: create table: %w", err)
 	}
 	defer func() {
@@ -269,10 +349,6 @@ func limitPostgres(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 	var syncCommit string
 	if err := admin.QueryRow(ctx, "SHOW synchronous_commit").Scan(&syncCommit); err != nil {
 		return nil, fmt.Errorf("postgres limit: %w", err)
-	}
-	partIDs := make([][16]byte, cfg.Partitions)
-	for i := range partIDs {
-		partIDs[i] = uuid.New()
 	}
 	conns := make([]*pgx.Conn, cfg.Clients)
 	defer func() {
@@ -287,14 +363,22 @@ func limitPostgres(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 			return nil, fmt.Errorf("postgres limit: %w", err)
 		}
 	}
+	cols := len(shape.columns)
 	insertSQL := func(rows int) string {
 		var b strings.Builder
-		b.WriteString("INSERT INTO " + table + " (id, transaction_id, partition_id, payload) VALUES ")
+		b.WriteString("INSERT INTO " + table + " (" + strings.Join(shape.columns, ", ") + ") VALUES ")
 		for i := range rows {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, "($%d,$%d,$%d,$%d)", 4*i+1, 4*i+2, 4*i+3, 4*i+4)
+			b.WriteByte('(')
+			for c := range cols {
+				if c > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "$%d", cols*i+c+1)
+			}
+			b.WriteByte(')')
 		}
 		return b.String()
 	}
@@ -307,7 +391,6 @@ func limitPostgres(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 		sqlBySize.Store(n, s)
 		return s
 	}
-	gen := limitRows{run: run, size: cfg.PayloadBytes, partitions: cfg.Partitions}
 	rows, elapsed, err := insertLoop(ctx, cfg, func(ctx context.Context, w int, first int64) error {
 		conn := conns[w]
 		tx, err := conn.Begin(ctx)
@@ -315,13 +398,21 @@ func limitPostgres(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 			return err
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx))
+		if cfg.Mode == LimitCopy {
+			rows := make([][]any, cfg.Batch)
+			for i := range rows {
+				rows[i] = shape.row(w, first+int64(i))
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{table}, shape.columns, pgx.CopyFromRows(rows)); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}
 		for off := 0; off < cfg.Batch; off += maxRowsPerStatement {
 			n := min(maxRowsPerStatement, cfg.Batch-off)
-			args := make([]any, 0, 4*n)
+			args := make([]any, 0, cols*n)
 			for i := range n {
-				part, txn, pl := gen.row(w, first+int64(off+i))
-				// [16]byte encodes as uuid; a string goes into jsonb as is.
-				args = append(args, [16]byte(uuid.Must(uuid.NewV7())), txn, partIDs[part], pl)
+				args = append(args, shape.row(w, first+int64(off+i))...)
 			}
 			if _, err := tx.Exec(ctx, sqlFor(n), args...); err != nil {
 				return err
@@ -333,8 +424,8 @@ func limitPostgres(ctx context.Context, cfg LimitConfig) (*LimitResult, error) {
 		return nil, fmt.Errorf("postgres limit: %w", err)
 	}
 	res := &LimitResult{
-		Engine: "postgres", Target: redactURL(cfg.Target), Batch: cfg.Batch, Clients: cfg.Clients,
-		Durability: "synchronous_commit=" + syncCommit,
+		Engine: "postgres", Mode: cfg.Mode, Table: cfg.Table, Target: redactURL(cfg.Target), Batch: cfg.Batch,
+		Clients: cfg.Clients, Durability: "synchronous_commit=" + syncCommit,
 	}
 	return finishLimit(res, rows, elapsed, len(appendPayload(nil, run, 0, 0, time.Now().UnixNano(), cfg.PayloadBytes))), nil
 }

@@ -83,6 +83,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	limitFlag := fs.Bool("limit", false, "only measure the limit (like `queen bench limit`)")
 	limitDuration := fs.Duration("limit-duration", 5*time.Second, "how long to measure the limit")
 	limitClients := fs.Int("limit-clients", 0, "PostgreSQL limit writers (default: -producers)")
+	limitMode := fs.String("limit-mode", LimitInsert, "how the limit writes a batch: insert (one multi-row INSERT), copy (one COPY; PostgreSQL), or both (insert, then copy; the push is reported against each)")
+	limitTable := fs.String("limit-table", LimitTableQueen, "PostgreSQL limit table: queen (shaped like Queen's messages table) or broker (the PostgreSQL engine's own)")
 	soakEvery := fs.Duration("sample-every", 5*time.Second, "soak: how often the broker's counters and memory are sampled")
 	soakWindow := fs.Duration("window", 0, "soak: length of the first and last windows compared (default a minute, or a quarter of -duration)")
 	soakRetention := fs.Duration("completed-retention", 10*time.Second, "soak: the queue's completedRetentionSeconds (the broker's RETENTION_INTERVAL decides how often retention runs)")
@@ -136,26 +138,37 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Progress = stderr
 	}
 
-	var lim *LimitResult
+	var lims []*LimitResult // the first is the limit; with both modes the second is COPY's
 	if target != "" {
 		clients := *limitClients
 		if clients <= 0 {
 			clients = cfg.Producers
 		}
-		fmt.Fprintf(stderr, "measuring the raw insert limit on %s for %s …\n", displayTarget(target), *limitDuration)
-		var err error
-		lim, err = MeasureLimit(ctx, LimitConfig{
-			Target: target, Batch: cfg.PushBatch, PayloadBytes: cfg.PayloadBytes, Partitions: cfg.Partitions,
-			Clients: clients, Duration: *limitDuration,
-		})
-		if err != nil {
-			return err
+		modes := []string{*limitMode}
+		if *limitMode == "both" {
+			modes = []string{LimitInsert, LimitCopy}
+		}
+		for _, mode := range modes {
+			fmt.Fprintf(stderr, "measuring the raw %s limit on %s for %s …\n", mode, displayTarget(target), *limitDuration)
+			lim, err := MeasureLimit(ctx, LimitConfig{
+				Target: target, Batch: cfg.PushBatch, PayloadBytes: cfg.PayloadBytes, Partitions: cfg.Partitions,
+				Clients: clients, Duration: *limitDuration, Mode: mode, Table: *limitTable,
+			})
+			if err != nil {
+				return err
+			}
+			lims = append(lims, lim)
 		}
 		if limitOnly {
-			if *jsonOut {
-				return writeJSON(stdout, lim)
+			for _, lim := range lims {
+				if *jsonOut {
+					if err := writeJSON(stdout, lim); err != nil {
+						return err
+					}
+				} else {
+					printLimit(stdout, lim)
+				}
 			}
-			printLimit(stdout, lim)
 			return nil
 		}
 	}
@@ -164,14 +177,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if lim != nil {
-		rep.Limit = lim
-		if lim.RowsPerSec > 0 {
-			rep.PushPercentOfLimit = 100 * rep.Push.MsgPerSec / lim.RowsPerSec
-			if rep.Consume != nil {
-				rep.ConsumePercentOfLimit = 100 * rep.Consume.MsgPerSec / lim.RowsPerSec
-			}
-		}
+	if len(lims) > 0 {
+		rep.Limit = lims[0]
+		rep.PushPercentOfLimit, rep.ConsumePercentOfLimit = rep.percentOf(lims[0])
+	}
+	if len(lims) > 1 {
+		rep.CopyLimit = lims[1]
+		rep.PushPercentOfCopyLimit, _ = rep.percentOf(lims[1])
 	}
 	if *jsonOut {
 		if err := writeJSON(stdout, rep); err != nil {
@@ -209,8 +221,12 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func printLimit(w io.Writer, l *LimitResult) {
-	fmt.Fprintf(w, "limit    %s (%s), batch %d, %d writer(s): %.0f rows/s, %.1f MB/s (%d rows in %.1fs)\n",
-		l.Target, l.Durability, l.Batch, l.Clients, l.RowsPerSec, l.MBPerSec, l.Rows, l.Seconds)
+	table := ""
+	if l.Table != "" {
+		table = ", " + l.Table + " table"
+	}
+	fmt.Fprintf(w, "limit    %s %s (%s%s), batch %d, %d writer(s): %.0f rows/s, %.1f MB/s (%d rows in %.1fs)\n",
+		l.Mode, l.Target, l.Durability, table, l.Batch, l.Clients, l.RowsPerSec, l.MBPerSec, l.Rows, l.Seconds)
 }
 
 func printLatency(w io.Writer, name string, s LatencySummary) {
@@ -253,6 +269,10 @@ func printReport(w io.Writer, r *Report) {
 			fmt.Fprintf(w, ", consume = %.1f %%", r.ConsumePercentOfLimit)
 		}
 		fmt.Fprintln(w)
+	}
+	if r.CopyLimit != nil {
+		printLimit(w, r.CopyLimit)
+		fmt.Fprintf(w, "ratio    push = %.1f %% of the copy limit\n", r.PushPercentOfCopyLimit)
 	}
 	if len(r.Errors) == 0 {
 		fmt.Fprintln(w, "errors   none")

@@ -141,6 +141,10 @@ type Report struct {
 	// ConsumePercentOfLimit is consume msg/s (all groups) as a percentage of
 	// the limit's rows/s.
 	ConsumePercentOfLimit float64 `json:"consume_percent_of_limit,omitempty"`
+	// CopyLimit is the COPY limit when both modes were measured
+	// (-limit-mode both); PushPercentOfCopyLimit the push against it.
+	CopyLimit              *LimitResult `json:"copy_limit,omitempty"`
+	PushPercentOfCopyLimit float64      `json:"push_percent_of_copy_limit,omitempty"`
 }
 
 // Settings echoes the scenario.
@@ -816,4 +820,16 @@ func shortErr(err error) string {
 		s = s[i+2:]
 	}
 	return s
+}
+
+// percentOf is push and consume msg/s as percentages of a limit's rows/s.
+func (r *Report) percentOf(l *LimitResult) (push, consume float64) {
+	if l.RowsPerSec <= 0 {
+		return 0, 0
+	}
+	push = 100 * r.Push.MsgPerSec / l.RowsPerSec
+	if r.Consume != nil {
+		consume = 100 * r.Consume.MsgPerSec / l.RowsPerSec
+	}
+	return push, consume
 }
