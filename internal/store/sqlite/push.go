@@ -14,7 +14,7 @@ func (s *Store) MessagePushMany(ctx context.Context, p *store.MessagePushManyPar
 	var out []store.PushResult
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		var err error
-		out, err = s.txn(tx).push(p.Items, p.Now)
+		out, err = s.deferredTxn(tx).push(p.Items, p.Now)
 		return err
 	})
 	return out, err
@@ -25,11 +25,8 @@ func (s *Store) MessagePushMany(ctx context.Context, p *store.MessagePushManyPar
 func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, error) {
 	out := make([]store.PushResult, len(items))
 	nowMs := now.UnixMilli()
-	type advance struct {
-		id   int64
-		last int64
-	}
 	var advanced []advance // partitions that received messages, in first-touch order
+	var capped []bool      // per advanced partition: its queue has a maxSize
 	slot := make(map[int64]int)
 	var rooms capRoom // room left in capped queues (capacity.go)
 	for i := range items {
@@ -82,15 +79,19 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 			advanced[j].last = seq
 		} else {
 			slot[part.id] = len(advanced)
-			advanced = append(advanced, advance{part.id, seq})
+			advanced = append(advanced, advance{id: part.id, last: seq, atMs: nowMs})
+			capped = append(capped, q.opts.MaxSize > 0)
 		}
 	}
-	for _, a := range advanced {
-		if _, err := t.exec(sqlPartitionAdvance, a.last, nowMs, a.id); err != nil {
-			return nil, fmt.Errorf("advance partition: %w", err)
+	for i, a := range advanced {
+		// A capped queue's room is counted from its partitions' rows, so
+		// they must be current for the next push of the commit.
+		if t.deferred != nil && !capped[i] {
+			t.deferred.job = append(t.deferred.job, a)
+			continue
 		}
-		if _, err := t.exec(sqlLanesMarkReady, a.id); err != nil {
-			return nil, fmt.Errorf("mark lanes ready: %w", err)
+		if err := t.advancePartition(a); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -222,6 +222,9 @@ type txn struct {
 	st    *statements
 	cache *cache
 	bound map[string]*sql.Stmt
+	// deferred, when set, takes the partition advances of a plain push
+	// until the end of the commit (advance.go).
+	deferred *advances
 }
 
 func (s *Store) txn(tx *sql.Tx) *txn {

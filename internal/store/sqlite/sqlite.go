@@ -66,6 +66,9 @@ type Store struct {
 	stmts *statements
 	cache *cache
 	sync  durability // the connection's current synchronous setting
+	// advances are the plain pushes' partition writes, done once per
+	// commit (advance.go).
+	advances *advances
 }
 
 var _ store.Store = (*Store)(nil)
@@ -153,6 +156,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		stmts:   stmts,
 		cache:   newCache(cfg.NameCacheSize),
 		sync:    durable, // the DSN opens with synchronous=FULL
+
+		advances: newAdvances(),
 	}
 	s.lock = lock
 	// Offsets continue after the highest one ever handed out (seq.go).
@@ -326,26 +331,39 @@ func (s *Store) commit(batch []*job) {
 	results := make([]error, len(live))
 	single := len(live) == 1
 	for i, j := range live {
+		s.advances.startJob()
 		if single {
 			results[i] = j.fn(tx)
-			break
-		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+		} else if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
 			results[i] = err
 			continue
+		} else {
+			if results[i] = j.fn(tx); results[i] != nil {
+				_, _ = tx.ExecContext(ctx, "ROLLBACK TO job")
+				s.cache.reset() // the job may have cached rows that are now gone
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil && results[i] == nil {
+				results[i] = err
+			}
 		}
-		if results[i] = j.fn(tx); results[i] != nil {
-			_, _ = tx.ExecContext(ctx, "ROLLBACK TO job")
-			s.cache.reset() // the job may have cached rows that are now gone
-		}
-		if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil && results[i] == nil {
-			results[i] = err
+		if results[i] == nil {
+			s.advances.jobDone()
 		}
 	}
 	if single && results[0] != nil {
 		_ = tx.Rollback()
 		s.cache.reset()
+		s.advances.reset()
 		live[0].done <- results[0]
+		return
+	}
+	// The plain pushes' partitions and lanes, once per commit. Failing
+	// here fails the commit, like a failed COMMIT.
+	if err := s.advances.flush(s.txn(tx)); err != nil {
+		_ = tx.Rollback()
+		s.cache.reset()
+		s.log.Error("commit failed", "jobs", len(live), "err", err)
+		s.failAll(live, fmt.Errorf("%w: commit: %w", store.ErrUnavailable, err))
 		return
 	}
 	if err := tx.Commit(); err != nil {
