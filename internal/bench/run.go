@@ -557,6 +557,12 @@ func (r *runner) produce(ctx context.Context, p int, quota int64, deadline time.
 				}
 			}
 			next = next.Add(every)
+			// A producer that fell behind (the broker was slow) makes up at
+			// most maxCatchUp of its schedule: a sustained slowdown shows as
+			// a lower rate instead of being hidden by a burst afterwards.
+			if behind := time.Since(next); behind > maxCatchUp {
+				next = time.Now().Add(-maxCatchUp)
+			}
 		}
 		n := cfg.PushBatch
 		if quota >= 0 {
@@ -574,6 +580,10 @@ func (r *runner) produce(ctx context.Context, p int, quota int64, deadline time.
 	s.Attempted = seq
 	return s
 }
+
+// maxCatchUp bounds how far behind its schedule a rate-capped producer may
+// be and still send without waiting.
+const maxCatchUp = time.Second
 
 // push sends one push request, retrying transport failures and 5xx answers
 // (safe: every item has a transaction id, so a retry of a push that did
