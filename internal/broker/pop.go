@@ -115,7 +115,56 @@ type Parked struct {
 	// the next deadline).
 	pass   bool
 	parked bool // counted in the parked gauge
+	left   bool // off the hub for good
 }
+
+// The methods below let a caller wait without a goroutine blocked in Wait:
+// it sleeps at most Sleep, or until the function given to Notify is called,
+// then calls Look, until Look answers; or it calls Leave.
+
+// Notify has f called whenever the poll is woken (a wake-up, the broker
+// stopping), until it leaves. f runs on the waker's goroutine with the
+// broker's hub locked: it must be quick, must not block and must not call
+// the broker (interrupting a read, for instance).
+func (pp *Parked) Notify(f func()) { pp.b.hub.setNotify(pp.w, f) }
+
+// Sleep is how long the poll may sleep before it must look again.
+func (pp *Parked) Sleep() time.Duration { return pp.step }
+
+// Due reports whether the poll must look now: it holds a wake-up, or the
+// broker stops. Check it after arming a sleep and before sleeping, since a
+// wake-up may have come while the poll looked.
+func (pp *Parked) Due() bool {
+	if len(pp.w.ch) > 0 {
+		return true
+	}
+	select {
+	case <-pp.b.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// Look takes the wake-up the poll holds, if any, and looks at the store
+// again. It returns the answer (messages, or nil when the timeout passed or
+// the broker stops), after which the poll has left; or sleep true.
+func (pp *Parked) Look(ctx context.Context) (res *PopResponse, sleep bool, err error) {
+	select {
+	case pp.cause = <-pp.w.ch:
+		pp.b.metrics.PopWakeups.WithLabelValues(pp.cause.String()).Inc()
+	default:
+	}
+	res, sleep, err = pp.look(ctx)
+	if !sleep {
+		pp.leave()
+	}
+	return res, sleep, err
+}
+
+// Leave ends the poll without an answer (its client went away); a wake-up
+// it holds goes to the next poll.
+func (pp *Parked) Leave() { pp.leave() }
 
 // Wait sleeps and looks again until the poll has an answer: messages, or
 // nil when its timeout passed, ctx ended (the client left) or the broker
@@ -147,6 +196,10 @@ func (pp *Parked) Wait(ctx context.Context) (*PopResponse, error) {
 
 // leave takes the poll off the hub, handing on a wake-up it owes.
 func (pp *Parked) leave() {
+	if pp.left {
+		return
+	}
+	pp.left = true
 	if pp.timer != nil {
 		pp.timer.Stop()
 	}
