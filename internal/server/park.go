@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // parkLot is the server's side of httpapi.Parking: it counts the
@@ -20,11 +22,25 @@ type parkLot struct {
 	back   chan net.Conn // handed back, taken by the listener's Accept
 	closed chan struct{} // closed with the listener: nothing takes from back any more
 	once   sync.Once
+
+	// After a burst of parking (see settle).
+	base    int         // connections parked at the last collection, or fewer since
+	armedAt int         // connections parked when the settle timer was armed
+	settleT *time.Timer // nil when not armed
+	collect func()      // debug.FreeOSMemory; tests may count calls instead
 }
+
+// A rise of burstParks parked connections, followed by burstQuiet in which
+// their number grows by less than 1 %, is a parking burst (clients
+// reconnecting after a restart, a fleet of consumers starting): see settle.
+const (
+	burstParks = 1000
+	burstQuiet = time.Second
+)
 
 func newParkLot() *parkLot {
 	return &parkLot{conns: make(map[net.Conn]bool), drained: make(chan struct{}), back: make(chan net.Conn),
-		closed: make(chan struct{})}
+		closed: make(chan struct{}), collect: debug.FreeOSMemory}
 }
 
 // Park implements httpapi.Parking.
@@ -32,6 +48,36 @@ func (p *parkLot) Park(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.conns[c] = false
+	if n := len(p.conns); n >= p.base+burstParks && p.settleT == nil {
+		p.armedAt = n
+		p.settleT = time.AfterFunc(burstQuiet, p.settle)
+	}
+}
+
+// settle runs once a parking burst is over. Parking thousands of polls
+// at once leaves behind the garbage of their requests (net/http's buffers,
+// the handlers' grown stacks): nearly half the process's memory, which Go
+// would collect only at its next cycle, up to two minutes later with
+// nothing else allocating, and return to the system later still. One
+// collection that also returns the free memory costs a few tens of
+// milliseconds once per burst, and a broker holding 10,000 parked polls
+// then stays well under half the memory it would otherwise show.
+func (p *parkLot) settle() {
+	p.mu.Lock()
+	n := len(p.conns)
+	if n > p.armedAt+p.armedAt/100 {
+		p.armedAt = n // still parking
+		p.settleT.Reset(burstQuiet)
+		p.mu.Unlock()
+		return
+	}
+	p.settleT = nil
+	p.base = n
+	closing := p.closing
+	p.mu.Unlock()
+	if !closing {
+		p.collect()
+	}
 }
 
 // Closing implements httpapi.Parking.
@@ -57,6 +103,7 @@ func (p *parkLot) Idle(c net.Conn) bool {
 func (p *parkLot) Resume(c, next net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
+	p.base = min(p.base, len(p.conns))
 	closing := p.closing
 	if closing && len(p.conns) == 0 {
 		p.drainedLocked()
