@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"regexp"
 	"strconv"
 	"strings"
@@ -314,5 +316,84 @@ func TestParkedPollsAtShutdown(t *testing.T) {
 	}
 	if !idle.closed() {
 		t.Error("the idle connection stayed open after shutdown")
+	}
+}
+
+// TestParkedPollOverTLS: over HTTPS with HTTP/1.1, a parked poll answers and
+// its connection serves the next request without a new handshake.
+func TestParkedPollOverTLS(t *testing.T) {
+	ca := newCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := dir+"/cert.pem", dir+"/key.pem"
+	ca.writeLeaf(t, "parked", certFile, keyFile, time.Now().Add(-time.Minute))
+	ln := listen(t)
+	serve(t, server.Config{TLSCertFile: certFile, TLSKeyFile: keyFile}, ln)
+	addr := ln.Addr().String()
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	base := "https://" + addr
+	var conns int
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if !info.Reused {
+			conns++
+		}
+	}}
+	get := func(url string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.Proto != "HTTP/1.1" {
+			t.Fatalf("served over %s", resp.Proto)
+		}
+		return resp.StatusCode, string(body)
+	}
+	done := make(chan string, 1)
+	go func() {
+		status, body := get(base + "/api/v1/pop/queue/tls?autoAck=true&wait=true&timeout=20000")
+		done <- fmt.Sprint(status, " ", body)
+	}()
+	gauge := func() int {
+		status, body := get(base + "/metrics/prometheus")
+		if status != http.StatusOK {
+			t.Fatalf("metrics: %d", status)
+		}
+		n := 0
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "queen_pop_waiting") {
+				f := strings.Fields(l)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				n += int(v)
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); gauge() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the poll never parked")
+		}
+	}
+	req, _ := http.NewRequest("POST", base+"/api/v1/push", strings.NewReader(`{"items":[{"queue":"tls","payload":{"n":1}}]}`))
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := <-done; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"data":{"n":1}`) {
+		t.Fatalf("parked poll over TLS: %s", got)
+	}
+	before := conns
+	for range 3 {
+		if status, _ := get(base + "/health"); status != http.StatusOK {
+			t.Fatalf("health: %d", status)
+		}
+	}
+	if conns != before {
+		t.Errorf("%d new connections after the parked poll; want its connection reused", conns-before)
 	}
 }
