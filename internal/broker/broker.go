@@ -174,7 +174,10 @@ func (b *Broker) Services() []service.Service {
 // Stop makes every waiting and future long-poll pop return empty at once. It
 // is the first step of a graceful shutdown; other operations keep working.
 func (b *Broker) Stop() {
-	b.stopOnce.Do(func() { close(b.stopping) })
+	b.stopOnce.Do(func() {
+		close(b.stopping)
+		b.hub.notifyAll()
+	})
 }
 
 // Stopping reports whether Stop was called: the broker is shutting down.

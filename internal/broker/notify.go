@@ -53,7 +53,12 @@ func (c wakeCause) String() string {
 // the token was perhaps not for) hands it to the next poll of its group, so
 // no wake-up is lost.
 //
-// Lock order: hub.mu only; it is never held while calling out.
+// A waiter may also carry a notify function, called when it gets a token or
+// the broker stops: a poll parked without a goroutine of its own (the HTTP
+// layer blocks in a read of the connection instead) learns so.
+//
+// Lock order: hub.mu only; it is never held while calling out, except to a
+// waiter's notify, which must not block nor call the hub.
 type hub struct {
 	mu      sync.Mutex
 	queues  map[string]map[string]*groupWaiters // queue key → consumer group
@@ -79,6 +84,7 @@ type waiter struct {
 	pinned bool
 	parked bool          // on its list (or in any); the hub sends only to parked waiters
 	elem   *list.Element // in fifo, when parked and not pinned
+	notify func()        // nil, or called after a token was sent (see hub)
 }
 
 // newHub returns a hub; woken (nil: none) counts wake-ups, now (nil:
@@ -279,7 +285,42 @@ func (h *hub) sendLocked(w *waiter, cause wakeCause) {
 	select {
 	case w.ch <- cause:
 		h.woken(cause)
+		if w.notify != nil {
+			w.notify()
+		}
 	default: // cannot happen: a parked waiter holds no token
+	}
+}
+
+// setNotify sets w's notify function (nil: none).
+func (h *hub) setNotify(w *waiter, f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.notify = f
+}
+
+// notifyAll calls the notify function of every parked waiter (the broker
+// stops: they must look, and learn it).
+func (h *hub) notifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	call := func(w *waiter) {
+		if w.notify != nil {
+			w.notify()
+		}
+	}
+	for w := range h.any {
+		call(w)
+	}
+	for _, groups := range h.queues {
+		for _, g := range groups {
+			for w := range g.pinned {
+				call(w)
+			}
+			for e := g.fifo.Front(); e != nil; e = e.Next() {
+				call(e.Value.(*waiter))
+			}
+		}
 	}
 }
 

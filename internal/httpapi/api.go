@@ -93,6 +93,13 @@ type Config struct {
 	// default tenant and the header is only checked for form.
 	TenancyEnabled bool
 
+	// Parking takes the connections of sleeping long polls off net/http
+	// (see Parking); nil leaves them in their handlers. IdleTimeout is the
+	// server's: how long a connection handed back after a parked poll
+	// waits for its next request (0: no limit).
+	Parking     Parking
+	IdleTimeout time.Duration
+
 	// Ephemeral serves the ephemeral-queue routes; nil answers them 403.
 	Ephemeral *ephemeral.Ephemeral
 	// KV serves the key/value routes and key/value operations in
@@ -115,10 +122,12 @@ type api struct {
 	limiter      *ratelimit.Limiter
 	timers       *timers.Timers
 	exposed      func() bool
+	idleTimeout  time.Duration
 	log          *slog.Logger
 	maxBody      int64
 	metrics      *metrics.Metrics
 	minRate      int64
+	parking      Parking
 	prom         http.Handler // the registry in the Prometheus text format
 	readTimeout  time.Duration
 	streams      *streams.Streams
@@ -144,6 +153,9 @@ func newAPI(cfg Config) *api {
 		version: cfg.Version,
 		cors:    newCORS(cfg.CORSAllowOrigins),
 		exposed: cfg.Exposed,
+		parking: cfg.Parking,
+
+		idleTimeout: cfg.IdleTimeout,
 
 		ephemeral: cfg.Ephemeral,
 		kv:        cfg.KV,

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"time"
+
+	"github.com/queen-go/queen/internal/broker"
 )
 
 // pop serves the three pop routes: a queue, one partition of it, or every
@@ -28,17 +30,31 @@ func (a *api) pop(w http.ResponseWriter, r *http.Request) error {
 		// The answer may come only when the long poll ends.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.Timeout + a.writeTimeout))
 	}
-	res, err := a.broker.Pop(r.Context(), caller(r), req)
+	res, parked, err := a.broker.StartPop(r.Context(), caller(r), req)
 	if err != nil {
 		return err
 	}
+	if parked != nil {
+		if a.park(w, r, parked) {
+			return nil // answered from the parked poll (park.go)
+		}
+		if res, err = parked.Wait(r.Context()); err != nil {
+			return err
+		}
+	}
+	writePop(w, res)
+	return nil
+}
+
+// writePop writes a pop's answer: 200 with the envelope, or 204 when res is
+// nil.
+func writePop(w http.ResponseWriter, res *broker.PopResponse) {
 	if res == nil {
 		noContent(w)
-		return nil
+		return
 	}
 	body := appendPopBody(make([]byte, 0, 512+len(res.Messages)*384), res)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
-	return nil
 }

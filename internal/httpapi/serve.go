@@ -29,6 +29,9 @@ type exchange struct {
 	id       string
 	idHeader [1]string // backs the X-Request-Id header value
 	status   int
+	rt       *route    // the route served
+	start    time.Time // when the request was read
+	parked   bool      // the answer comes from a parked poll, which calls finish
 }
 
 func (e *exchange) WriteHeader(code int) {
@@ -87,14 +90,13 @@ func validRequestID(s string) bool {
 // runs the handler, answers the error it returns, and counts the request
 // under the route's name. Its cost is per request, never per item.
 func (a *api) serve(rt route) http.Handler {
-	name := rt.Name
 	// Decided once per route: with authentication off, a process-wide route
 	// pays nothing for access control, and a tenant-scoped one one header
 	// lookup.
 	guarded := (a.auth != nil && rt.Access != AccessPublic) || rt.Scope == ScopeTenant
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		e := &exchange{ResponseWriter: w, id: requestID(r)}
+		e := &exchange{ResponseWriter: w, id: requestID(r), rt: &rt, start: start}
 		e.idHeader[0] = e.id
 		w.Header()[requestIDHeader] = e.idHeader[:]
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e))
@@ -128,22 +130,29 @@ func (a *api) serve(rt route) http.Handler {
 		if err != nil {
 			a.writeError(e, r, rt, err)
 		}
-
-		if e.status == 0 {
-			e.status = http.StatusOK
-		}
-		d := time.Since(start)
-		a.metrics.Request(name, statusCode(e.status), d)
-		if a.log.Enabled(r.Context(), slog.LevelDebug) {
-			a.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
-				slog.String("method", r.Method),
-				slog.String("route", name),
-				slog.Int("status", e.status),
-				slog.Duration("duration", d),
-				slog.Int64("bytes", e.bytes),
-				slog.String("requestId", e.id))
+		if !e.parked {
+			a.finish(r.Context(), e, r.Method)
 		}
 	})
+}
+
+// finish counts an answered request and logs it at debug level.
+func (a *api) finish(ctx context.Context, e *exchange, method string) {
+	if e.status == 0 {
+		e.status = http.StatusOK
+	}
+	d := time.Since(e.start)
+	name := e.rt.Name
+	a.metrics.Request(name, statusCode(e.status), d)
+	if a.log.Enabled(ctx, slog.LevelDebug) {
+		a.log.LogAttrs(ctx, slog.LevelDebug, "request",
+			slog.String("method", method),
+			slog.String("route", name),
+			slog.Int("status", e.status),
+			slog.Duration("duration", d),
+			slog.Int64("bytes", e.bytes),
+			slog.String("requestId", e.id))
+	}
 }
 
 // statusCodes holds the decimal text of every status code, so that counting

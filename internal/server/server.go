@@ -125,6 +125,7 @@ type Server struct {
 	exposed  atomic.Bool   // served without authentication beyond loopback
 	http     *http.Server
 	log      *slog.Logger
+	lot      *parkLot // connections of parked long polls
 	maxConns int
 	sampler  *control.Sampler
 	services *service.Supervisor
@@ -160,7 +161,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{authOn: verifier.Enabled(), certs: certs}
+	s := &Server{authOn: verifier.Enabled(), certs: certs, lot: newParkLot()}
+	idleTimeout := cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 
 	m := metrics.New(reg)
 	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps,
@@ -196,7 +198,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		Metrics: m, Streams: sx, Version: cfg.Version,
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
-		Exposed: s.exposed.Load,
+		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
@@ -213,13 +215,16 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.http = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		IdleTimeout:       cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout),
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if certs != nil {
-		// HTTP/2 comes with ServeTLS, which offers h2 by ALPN.
-		s.http.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate}
+		// Offering h2 here is what makes Serve set HTTP/2 up (ALPN), as
+		// ServeTLS would; Serve is used so that the TLS layer is below the
+		// listener that hands parked connections back (see Serve).
+		s.http.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate,
+			NextProtos: []string{"h2", "http/1.1"}}
 	}
 	return s, nil
 }
@@ -266,13 +271,13 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	// At the cap, further connections wait in the listen backlog until one
 	// closes, instead of costing a goroutine and a descriptor each.
-	limited := netutil.LimitListener(ln, s.maxConns)
-	var err error
+	ln = netutil.LimitListener(ln, s.maxConns)
 	if s.certs != nil {
-		err = s.http.ServeTLS(limited, "", "")
-	} else {
-		err = s.http.Serve(limited)
+		ln = tls.NewListener(ln, s.http.TLSConfig.Clone())
 	}
+	// Above TLS: a connection handed back after a parked long poll is
+	// served again without a second handshake.
+	err := s.http.Serve(s.lot.listener(ln))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -291,7 +296,12 @@ func isLoopback(addr net.Addr) bool {
 // store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.broker.Stop()
+	// The parked polls answer (the broker stopping woke them) while
+	// net/http drains its own requests.
+	parked := make(chan error, 1)
+	go func() { parked <- s.lot.shutdown(ctx) }()
 	err := s.http.Shutdown(ctx)
+	err = errors.Join(err, <-parked)
 	s.services.Stop()
 	if s.spool != nil {
 		err = errors.Join(err, s.spool.Close())
