@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,29 +334,40 @@ func TestParkedPollOverTLS(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	base := "https://" + addr
-	var conns int
+	var conns atomic.Int32 // new connections; the poll's goroutine counts too
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if !info.Reused {
-			conns++
+			conns.Add(1)
 		}
 	}}
-	get := func(url string) (int, string) {
-		t.Helper()
+	fetch := func(url string) (int, string, error) {
 		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", url, nil)
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return 0, "", err
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		if resp.Proto != "HTTP/1.1" {
-			t.Fatalf("served over %s", resp.Proto)
+			return 0, "", fmt.Errorf("served over %s", resp.Proto)
 		}
-		return resp.StatusCode, string(body)
+		return resp.StatusCode, string(body), nil
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		status, body, err := fetch(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status, body
 	}
 	done := make(chan string, 1)
 	go func() {
-		status, body := get(base + "/api/v1/pop/queue/tls?autoAck=true&wait=true&timeout=20000")
+		status, body, err := fetch(base + "/api/v1/pop/queue/tls?autoAck=true&wait=true&timeout=20000")
+		if err != nil {
+			done <- err.Error()
+			return
+		}
 		done <- fmt.Sprint(status, " ", body)
 	}()
 	gauge := func() int {
@@ -387,13 +399,13 @@ func TestParkedPollOverTLS(t *testing.T) {
 	if got := <-done; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"data":{"n":1}`) {
 		t.Fatalf("parked poll over TLS: %s", got)
 	}
-	before := conns
+	before := conns.Load()
 	for range 3 {
 		if status, _ := get(base + "/health"); status != http.StatusOK {
 			t.Fatalf("health: %d", status)
 		}
 	}
-	if conns != before {
-		t.Errorf("%d new connections after the parked poll; want its connection reused", conns-before)
+	if n := conns.Load(); n != before {
+		t.Errorf("%d new connections after the parked poll; want its connection reused", n-before)
 	}
 }
