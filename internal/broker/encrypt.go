@@ -77,9 +77,10 @@ func (b *Broker) sealFlags(ctx context.Context, items []store.PushItem) (map[str
 	now := time.Now()
 	flags := make(map[string]bool, 1)
 	missing := make(map[string][]string) // tenant → names to read
+	var keys queueKeys
 	for i := range items {
 		tenant := store.TenantOrDefault(items[i].Tenant)
-		key := store.QueueKey(tenant, items[i].Queue)
+		key := keys.of(tenant, items[i].Queue)
 		if _, done := flags[key]; done {
 			continue
 		}
@@ -120,9 +121,13 @@ func (b *Broker) sealed(payload []byte) bool {
 // (nil when there is none).
 func (b *Broker) seal(items []store.PushItem, flags map[string]bool) ([]*store.PushResult, error) {
 	var refused []*store.PushResult
+	if !anyOn(flags) {
+		return nil, nil // no queue of the batch encrypts: the usual case
+	}
+	var keys queueKeys
 	for i := range items {
 		it := &items[i]
-		if !flags[store.QueueKey(store.TenantOrDefault(it.Tenant), it.Queue)] || b.sealed(it.Payload) {
+		if !flags[keys.of(store.TenantOrDefault(it.Tenant), it.Queue)] || b.sealed(it.Payload) {
 			continue
 		}
 		if b.keys == nil {
@@ -139,6 +144,15 @@ func (b *Broker) seal(items []store.PushItem, flags map[string]bool) ([]*store.P
 		it.Payload = p
 	}
 	return refused, nil
+}
+
+func anyOn(flags map[string]bool) bool {
+	for _, on := range flags {
+		if on {
+			return true
+		}
+	}
+	return false
 }
 
 // storePush seals the items that need it and stores them: the broker's one

@@ -51,6 +51,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 	dupes := 0
 	tally := b.metrics.Tally(c.tenant())
 	var touched []store.Wake
+	var keys queueKeys
 	for i := range items {
 		r := res[winner[i]]
 		v := PushVerdict{Queue: items[i].Queue, TransactionID: items[i].TransactionID,
@@ -61,7 +62,7 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 		switch v.Status {
 		case store.PushQueued:
 			tally.Add(v.Queue, 1)
-			touched = addWake(touched, store.QueueKey(c.tenant(), v.Queue))
+			touched = addWake(touched, keys.of(c.tenant(), v.Queue))
 		case store.PushDuplicate:
 			dupes++
 		}
@@ -93,6 +94,17 @@ func prepareItems(items []store.PushItem, c Caller) {
 			it.Namespace, it.Task = DeriveNamespaceTask(it.Queue)
 		}
 	}
+}
+
+// queueKeys builds store.QueueKey once per run of items of one queue (a
+// batch's items usually share it) instead of once per item.
+type queueKeys struct{ tenant, queue, key string }
+
+func (k *queueKeys) of(tenant, queue string) string {
+	if k.key == "" || tenant != k.tenant || queue != k.queue {
+		k.tenant, k.queue, k.key = tenant, queue, store.QueueKey(tenant, queue)
+	}
+	return k.key
 }
 
 type dedupKey struct{ queue, partition, txn string }

@@ -107,6 +107,15 @@ type messageRows struct {
 	entry                         []int // entry index of each row
 }
 
+// newMessageRows makes room for n rows in every column.
+func newMessageRows(n int) *messageRows {
+	return &messageRows{
+		partitionID: make([]int64, 0, n), createdAt: make([]int64, 0, n), queueID: make([]int64, 0, n),
+		txn: make([]string, 0, n), id: make([]string, 0, n), traceID: make([]string, 0, n),
+		producerSub: make([]string, 0, n), payload: make([][]byte, 0, n), entry: make([]int, 0, n),
+	}
+}
+
 func (r *messageRows) add(part partRef, i int, e pushEntry) {
 	r.partitionID = append(r.partitionID, part.id)
 	r.queueID = append(r.queueID, part.queueID)
@@ -124,17 +133,27 @@ func (r *messageRows) add(part partRef, i int, e pushEntry) {
 // update and the notification. The statements run in order, so the insert
 // runs with the locks held.
 func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
-	var rows messageRows
-	var pids, qids []int64
-	var queues []store.Wake // one count per message, for the long polls to wake
+	rows := newMessageRows(len(plan.entries))
+	pids := make([]int64, 0, len(plan.entries))
+	qids := make([]int64, 0, len(plan.entries))
+	// One count per message for the long polls to wake, keyed by queue: the
+	// key is built once per queue, not per message.
+	var queues []store.Wake
+	wakeOf := make(map[int64]int) // queue id → index in queues
 	for i, e := range plan.entries {
 		if plan.firstOf[i] != i {
 			continue
 		}
-		rows.add(plan.parts[i], i, e)
-		pids = append(pids, plan.parts[i].id)
-		qids = append(qids, plan.parts[i].queueID)
-		queues = mergeWakes(queues, store.Wake{Key: store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue),
+		part := plan.parts[i]
+		rows.add(part, i, e)
+		pids = append(pids, part.id)
+		qids = append(qids, part.queueID)
+		if j, ok := wakeOf[part.queueID]; ok {
+			queues[j].Count++
+			continue
+		}
+		wakeOf[part.queueID] = len(queues)
+		queues = append(queues, store.Wake{Key: store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue),
 			Count: 1})
 	}
 	slices.Sort(pids)
