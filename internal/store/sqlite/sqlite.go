@@ -332,21 +332,7 @@ func (s *Store) commit(batch []*job) {
 	single := len(live) == 1
 	for i, j := range live {
 		s.advances.startJob()
-		if single {
-			results[i] = j.fn(tx)
-		} else if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
-			results[i] = err
-			continue
-		} else {
-			if results[i] = j.fn(tx); results[i] != nil {
-				_, _ = tx.ExecContext(ctx, "ROLLBACK TO job")
-				s.cache.reset() // the job may have cached rows that are now gone
-			}
-			if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil && results[i] == nil {
-				results[i] = err
-			}
-		}
-		if results[i] == nil {
+		if results[i] = s.runJob(ctx, tx, j, single); results[i] == nil {
 			s.advances.jobDone()
 		}
 	}
@@ -375,6 +361,26 @@ func (s *Store) commit(batch []*job) {
 	for i, j := range live {
 		j.done <- results[i]
 	}
+}
+
+// runJob runs one job of a commit. Beside other jobs it runs inside a
+// savepoint, so that its failure undoes its own writes and nobody else's.
+func (s *Store) runJob(ctx context.Context, tx *sql.Tx, j *job, alone bool) error {
+	if alone {
+		return j.fn(tx)
+	}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+		return err
+	}
+	err := j.fn(tx)
+	if err != nil {
+		_, _ = tx.ExecContext(ctx, "ROLLBACK TO job")
+		s.cache.reset() // the job may have cached rows that are now gone
+	}
+	if _, rerr := tx.ExecContext(ctx, "RELEASE job"); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
 }
 
 func (s *Store) failAll(jobs []*job, err error) {
