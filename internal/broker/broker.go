@@ -114,6 +114,10 @@ type Broker struct {
 	spoolBroken    atomic.Bool   // the last spool write failed
 	maintenance    atomic.Bool   // push maintenance: pushes go to the spool
 	popMaintenance atomic.Bool   // pop maintenance: pops answer empty
+	// settingsGen counts the modes this broker set, under settingsMu, so
+	// that a refresh never applies a value read before one (refreshSettings).
+	settingsMu  sync.Mutex
+	settingsGen uint64
 
 	// Queue options the broker applies itself.
 	keys    *crypt.Keyring // nil without QUEEN_ENCRYPTION_KEY (encrypt.go)

@@ -74,7 +74,10 @@ func (b *Broker) SetMaintenance(ctx context.Context, on bool) error {
 	if err := b.store.SettingSet(ctx, &store.SettingSetParams{Key: settingMaintenance, Value: strconv.FormatBool(on), Now: b.now()}); err != nil {
 		return err
 	}
+	b.settingsMu.Lock()
+	b.settingsGen++ // a refresh that read before this write must not undo it
 	b.applyMaintenance(on)
+	b.settingsMu.Unlock()
 	return nil
 }
 
@@ -84,7 +87,10 @@ func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) error {
 	if err := b.store.SettingSet(ctx, &store.SettingSetParams{Key: settingPopMaintenance, Value: strconv.FormatBool(on), Now: b.now()}); err != nil {
 		return err
 	}
+	b.settingsMu.Lock()
+	b.settingsGen++
 	b.applyPopMaintenance(on)
+	b.settingsMu.Unlock()
 	return nil
 }
 
@@ -102,17 +108,27 @@ func (b *Broker) applyPopMaintenance(on bool) {
 }
 
 // refreshSettings adopts the maintenance modes stored by any broker. While
-// the store is unreachable the current modes stay.
+// the store is unreachable the current modes stay. A value read before this
+// broker set the mode itself is dropped: applied after the set, it would
+// undo it until the next refresh (seen: maintenance switched on, then off
+// again for up to a second, letting pushes through).
 func (b *Broker) refreshSettings(ctx context.Context) {
 	for key, apply := range map[string]func(bool){
 		settingMaintenance:    b.applyMaintenance,
 		settingPopMaintenance: b.applyPopMaintenance,
 	} {
+		b.settingsMu.Lock()
+		gen := b.settingsGen
+		b.settingsMu.Unlock()
 		v, err := b.store.SettingGet(ctx, &store.SettingGetParams{Key: key})
 		if err != nil {
 			return
 		}
-		apply(v == "true")
+		b.settingsMu.Lock()
+		if b.settingsGen == gen {
+			apply(v == "true")
+		}
+		b.settingsMu.Unlock()
 	}
 }
 
