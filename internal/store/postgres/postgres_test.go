@@ -23,7 +23,13 @@ func newSchema(t testing.TB) string { return pgtest.Schema(t, "qt_") }
 // openStore opens a store on schema and closes it at cleanup.
 func openStore(t testing.TB, schema string, poolSize int) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Config{URL: testURL(t), Schema: schema, PoolSize: poolSize})
+	return openStoreWith(t, Config{URL: testURL(t), Schema: schema, PoolSize: poolSize})
+}
+
+// openStoreWith opens a store with cfg, closed with the test.
+func openStoreWith(t testing.TB, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -50,17 +56,8 @@ func TestStore(t *testing.T) {
 func TestStoreSmallCache(t *testing.T) {
 	testURL(t)
 	storetest.RunSmallCache(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), Config{URL: testURL(t), Schema: newSchema(t), PoolSize: 8,
+		return openStoreWith(t, Config{URL: testURL(t), Schema: newSchema(t), PoolSize: 8,
 			NameCacheSize: storetest.SmallNameCache})
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		})
-		return s
 	})
 }
 
