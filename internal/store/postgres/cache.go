@@ -1,6 +1,10 @@
 package postgres
 
-import lru "github.com/hashicorp/golang-lru/v2"
+import (
+	"slices"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
 
 // queueRef is what a push needs of a queues row.
 type queueRef struct {
@@ -42,9 +46,15 @@ const DefaultNameCacheSize = 50000
 // so that millions of partitions do not grow the broker's memory: an entry
 // dropped is read again from the database when next needed. The LRUs lock
 // themselves.
+//
+// capped holds the ids of queues last seen with a maxSize: their pushes go
+// straight to the insert that checks room. It is a hint only (a cap set or
+// dropped by another broker is noticed on the next push, which reads the
+// options anyway), so it can forget entries like the others.
 type cache struct {
 	queues *lru.Cache[queueName, queueRef]
 	parts  *lru.Cache[partKey, partRef]
+	capped *lru.Cache[int64, struct{}]
 }
 
 func newCache(size int) *cache {
@@ -59,12 +69,38 @@ func newCache(size int) *cache {
 	if err != nil {
 		panic(err)
 	}
-	return &cache{queues: queues, parts: parts}
+	capped, err := lru.New[int64, struct{}](size)
+	if err != nil {
+		panic(err)
+	}
+	return &cache{queues: queues, parts: parts, capped: capped}
 }
 
 func (c *cache) reset() {
 	c.queues.Purge()
 	c.parts.Purge()
+	c.capped.Purge()
+}
+
+// anyCapped says whether one of the queues was last seen with a cap.
+func (c *cache) anyCapped(queueIDs []int64) bool {
+	for _, id := range queueIDs {
+		if c.capped.Contains(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// setCapped records which of the queues have a cap now.
+func (c *cache) setCapped(queueIDs, capped []int64) {
+	for _, id := range queueIDs {
+		if slices.Contains(capped, id) {
+			c.capped.Add(id, struct{}{})
+		} else {
+			c.capped.Remove(id)
+		}
+	}
 }
 
 func (c *cache) queue(name queueName) (queueRef, bool) { return c.queues.Get(name) }

@@ -63,6 +63,8 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 	for what, p := range map[string]string{
 		"ack resolution": plan("ack", sqlAckResolve, puuids, txns, store.DefaultTenant),
 		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at, qids),
+		"push dedup (capped)": plan("push", sqlMessagesInsertCapped, pids, txns, ids, empty, empty, payloads, at,
+			qids),
 	} {
 		if !strings.Contains(p, "messages_partition_txn") || strings.Contains(p, "Seq Scan on messages") {
 			t.Errorf("%s does not probe messages_partition_txn:\n%s", what, p)
@@ -201,6 +203,9 @@ func TestRequeueStatementsProbeIndexes(t *testing.T) {
 		// The maxSize check reads all partitions of a capped queue: a scan
 		// when the queue has them all (it runs for capped queues only).
 		"push insert": {query: sqlMessagesInsert, args: []any{pids, retries, ids, empty, empty, payloads, at, qids},
+			index: "messages_partition_txn"},
+		"push insert (capped)": {query: sqlMessagesInsertCapped,
+			args:  []any{pids, retries, ids, empty, empty, payloads, at, qids},
 			index: "messages_partition_txn", scans: "partitions"},
 		"lanes ready": {query: sqlLanesMarkReady, args: []any{pids}},
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -98,7 +99,7 @@ func partitionName(name string) string {
 	return name
 }
 
-// messageRows are the columns of sqlMessagesInsert.
+// messageRows are the columns of sqlMessagesInsert(Capped).
 type messageRows struct {
 	partitionID, createdAt        []int64
 	queueID                       []int64 // for maxSize
@@ -128,66 +129,121 @@ func (r *messageRows) add(part partRef, i int, e pushEntry) {
 	r.entry = append(r.entry, i)
 }
 
-// writePush sends, in one round trip: the partition locks (in id order),
-// the insert (which reports duplicates of stored messages), the lanes
-// update and the notification. The statements run in order, so the insert
-// runs with the locks held.
+// writePush writes the plan's fresh entries and registers the wake-ups.
+// Queues without a cap (the usual case, as far as this broker knows) take
+// the cheaper insert; if one has a cap after all, that insert writes
+// nothing and the push runs again with the one that checks room.
 func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
-	rows := newMessageRows(len(plan.entries))
-	pids := make([]int64, 0, len(plan.entries))
-	qids := make([]int64, 0, len(plan.entries))
-	// One count per message for the long polls to wake, keyed by queue: the
-	// key is built once per queue, not per message.
-	var queues []store.Wake
-	wakeOf := make(map[int64]int) // queue id → index in queues
+	w := newPushWrite(plan)
+	capped := t.s.cache.anyCapped(w.qids)
+	for {
+		out, err := t.insertMessages(w, capped)
+		if errors.Is(err, errCapped) && !capped {
+			capped = true
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.wakeAfterCommit(w.wakes...)
+		return pushResults(plan, out.stored, out.full), nil
+	}
+}
+
+// pushWrite is what the statements of a push are given.
+type pushWrite struct {
+	rows       *messageRows
+	pids, qids []int64      // sorted, distinct
+	wakes      []store.Wake // one count per message for the long polls to wake
+}
+
+func newPushWrite(plan *pushPlan) *pushWrite {
+	w := &pushWrite{rows: newMessageRows(len(plan.entries)),
+		pids: make([]int64, 0, len(plan.entries)), qids: make([]int64, 0, len(plan.entries))}
+	// The wake key is built once per queue, not per message.
+	wakeOf := make(map[int64]int) // queue id → index in wakes
 	for i, e := range plan.entries {
 		if plan.firstOf[i] != i {
 			continue
 		}
 		part := plan.parts[i]
-		rows.add(part, i, e)
-		pids = append(pids, part.id)
-		qids = append(qids, part.queueID)
+		w.rows.add(part, i, e)
+		w.pids = append(w.pids, part.id)
+		w.qids = append(w.qids, part.queueID)
 		if j, ok := wakeOf[part.queueID]; ok {
-			queues[j].Count++
+			w.wakes[j].Count++
 			continue
 		}
-		wakeOf[part.queueID] = len(queues)
-		queues = append(queues, store.Wake{Key: store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue),
+		wakeOf[part.queueID] = len(w.wakes)
+		w.wakes = append(w.wakes, store.Wake{Key: store.QueueKey(store.TenantOrDefault(e.item.Tenant), e.item.Queue),
 			Count: 1})
 	}
-	slices.Sort(pids)
-	pids = slices.Compact(pids)
-	slices.Sort(qids)
-	qids = slices.Compact(qids)
+	slices.Sort(w.pids)
+	w.pids = slices.Compact(w.pids)
+	slices.Sort(w.qids)
+	w.qids = slices.Compact(w.qids)
+	return w
+}
+
+// insertOutcome is what the insert reported, by entry index: the id of the
+// stored message each duplicate repeats, the maxSize of the queue that
+// refused an entry.
+type insertOutcome struct {
+	stored map[int]string
+	full   map[int]int
+}
+
+// errCapped: the uncapped insert found a queue with a cap and wrote nothing.
+var errCapped = errors.New("a queue of the push has a cap")
+
+// insertMessages sends, in one round trip: the partition locks (in id
+// order), for capped queues their advisory locks, the insert (which reports
+// duplicates of stored messages) and the lanes update. The statements run
+// in order, so the insert runs with the locks held.
+func (t *txn) insertMessages(w *pushWrite, capped bool) (*insertOutcome, error) {
+	rows := w.rows
+	insert := sqlMessagesInsert
 	b := &pgx.Batch{}
-	b.Queue(sqlPartitionsLock, pids)
-	b.Queue(sqlQueuesCapLock, qids) // maxSize: see the statement
-	b.Queue(sqlMessagesInsert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
+	b.Queue(sqlPartitionsLock, w.pids)
+	if capped {
+		b.Queue(sqlQueuesCapLock, w.qids) // maxSize: see the statement
+		insert = sqlMessagesInsertCapped
+	}
+	b.Queue(insert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
 		rows.payload, rows.createdAt, rows.queueID)
-	b.Queue(sqlLanesMarkReady, pids)
-	t.wakeAfterCommit(queues...)
+	b.Queue(sqlLanesMarkReady, w.pids)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()
 	locked, err := pgx.CollectRows(must(br.Query()), pgx.RowTo[int64])
 	if err != nil {
 		return nil, fmt.Errorf("lock partitions: %w", err)
 	}
-	if len(locked) != len(pids) {
+	if len(locked) != len(w.pids) {
 		return nil, fmt.Errorf("lock partitions: %w", errStale) // deleted by another broker
 	}
-	if _, err := br.Exec(); err != nil {
-		return nil, fmt.Errorf("lock capped queues: %w", err)
+	if capped {
+		var id int64
+		var ids []int64
+		if _, err := pgx.ForEachRow(must(br.Query()), []any{&id, nil}, func() error {
+			ids = append(ids, id)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("lock capped queues: %w", err)
+		}
+		t.s.cache.setCapped(w.qids, ids)
 	}
-	stored := make(map[int]string) // entry index → id of the stored message
-	full := make(map[int]int)      // entry index → maxSize of the full queue that refused it
+	out := &insertOutcome{stored: make(map[int]string), full: make(map[int]int)}
 	var idx, maxSize int64
 	var id string
+	foundCap := false
 	if _, err := pgx.ForEachRow(must(br.Query()), []any{&idx, &id, &maxSize}, func() error {
-		if id == "" {
-			full[rows.entry[idx-1]] = int(maxSize)
-		} else {
-			stored[rows.entry[idx-1]] = id
+		switch {
+		case idx == 0:
+			foundCap = true
+		case id == "":
+			out.full[rows.entry[idx-1]] = int(maxSize)
+		default:
+			out.stored[rows.entry[idx-1]] = id
 		}
 		return nil
 	}); err != nil {
@@ -196,7 +252,10 @@ func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("insert messages: %w", err)
 	}
-	return pushResults(plan, stored, full), nil
+	if foundCap {
+		return nil, errCapped
+	}
+	return out, nil
 }
 
 // pushResults builds the verdicts: queued, duplicate with the id of the

@@ -70,7 +70,8 @@ const (
 	// different partitions of one capped queue count its unconsumed
 	// messages one after the other. Queues without a cap cost a primary-key
 	// read and take no lock.
-	sqlQueuesCapLock = `SELECT pg_advisory_xact_lock(20806, (id % 2147483647)::int) FROM (
+	// It answers the ids of the capped queues.
+	sqlQueuesCapLock = `SELECT id, pg_advisory_xact_lock(20806, (id % 2147483647)::int) FROM (
 			SELECT id FROM queues WHERE id = ANY($1::bigint[]) AND COALESCE((options->>'maxSize')::bigint, 0) > 0
 			ORDER BY id) x`
 	// Insert a batch of messages (free of duplicates among themselves) in
@@ -84,18 +85,7 @@ const (
 	// deleted on their own (message_gaps, looked at only for a partition
 	// that has some), so that is last_offset minus that position, less those
 	// gaps, summed over the queue's partitions.
-	sqlMessagesInsert = `WITH u AS (
-			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-				$7::bigint[], $8::bigint[]) WITH ORDINALITY
-				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, queue_id, idx)
-		), dup AS (
-			-- One probe of messages_partition_txn per item, as a scalar
-			-- subquery: as a join, stale statistics made the planner scan
-			-- messages whole (or a partition by primary key) per push.
-			SELECT idx, id FROM (SELECT u.idx, (SELECT m.id FROM messages m
-				WHERE m.partition_id = u.partition_id AND m.transaction_id = u.transaction_id) AS id FROM u) x
-			WHERE id IS NOT NULL
-		), cap AS MATERIALIZED (
+	sqlMessagesInsertCapped = sqlPushRows + `, cap AS MATERIALIZED (
 			SELECT q.id, (q.options->>'maxSize')::bigint AS max_size,
 				(q.options->>'maxSize')::bigint - COALESCE((SELECT sum(p.last_offset - x.pos - CASE WHEN p.gaps = 0
 						THEN 0 ELSE (SELECT count(*) FROM message_gaps g WHERE g.partition_id = p.id AND g.seq > x.pos) END)
@@ -113,7 +103,41 @@ const (
 		), fresh AS (
 			SELECT u.*, row_number() OVER (PARTITION BY u.partition_id ORDER BY u.idx) AS ord
 			FROM u WHERE u.idx NOT IN (SELECT idx FROM dup) AND u.idx NOT IN (SELECT idx FROM over)
-		), c AS (
+		)` + sqlPushWrite + `
+		SELECT idx, id, 0::bigint FROM dup
+		UNION ALL SELECT idx, '', max_size FROM over`
+	// The same insert for queues without a cap, the usual case: it costs
+	// half the planning of the one above (planned afresh for every push,
+	// see plan_cache_mode). It reads the queues' options in its own snapshot
+	// as that one does, and when one of them has a cap after all (set since
+	// this broker last looked) it writes nothing and answers a single row
+	// of index 0: the push then runs the statement above.
+	sqlMessagesInsert = sqlPushRows + `, capped AS MATERIALIZED (
+			SELECT EXISTS (SELECT 1 FROM queues q WHERE q.id = ANY($8::bigint[])
+				AND COALESCE((q.options->>'maxSize')::bigint, 0) > 0) AS yes
+		), fresh AS (
+			SELECT u.*, row_number() OVER (PARTITION BY u.partition_id ORDER BY u.idx) AS ord
+			FROM u WHERE NOT (SELECT yes FROM capped) AND u.idx NOT IN (SELECT idx FROM dup)
+		)` + sqlPushWrite + `
+		SELECT idx, id, 0::bigint FROM dup WHERE NOT (SELECT yes FROM capped)
+		UNION ALL SELECT 0, '', 0 FROM capped WHERE yes`
+	// The rows of a push (by position: idx) and the ones whose
+	// transactionId is stored already.
+	sqlPushRows = `WITH u AS (
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+				$7::bigint[], $8::bigint[]) WITH ORDINALITY
+				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, queue_id, idx)
+		), dup AS (
+			-- One probe of messages_partition_txn per item, as a scalar
+			-- subquery: as a join, stale statistics made the planner scan
+			-- messages whole (or a partition by primary key) per push.
+			SELECT idx, id FROM (SELECT u.idx, (SELECT m.id FROM messages m
+				WHERE m.partition_id = u.partition_id AND m.transaction_id = u.transaction_id) AS id FROM u) x
+			WHERE id IS NOT NULL
+		)`
+	// Offsets for the fresh rows from their partitions' counters, and the
+	// insert.
+	sqlPushWrite = `, c AS (
 			SELECT partition_id, count(*) AS n, max(created_at) AS at FROM fresh GROUP BY partition_id
 		), a AS (
 			UPDATE partitions p SET last_offset = p.last_offset + c.n,
@@ -125,9 +149,7 @@ const (
 			SELECT f.partition_id, a.base + f.ord, f.id, f.transaction_id, NULLIF(f.trace_id, ''),
 				NULLIF(f.producer_sub, ''), f.payload, f.created_at
 			FROM fresh f JOIN a ON a.id = f.partition_id
-		)
-		SELECT idx, id, 0::bigint FROM dup
-		UNION ALL SELECT idx, '', max_size FROM over`
+		)`
 	// Mark ready the lanes of written partitions that now have unread
 	// messages. Only lanes not ready yet are touched (usually none), locked
 	// in key order. Every table is narrowed to the partitions by primary
