@@ -152,3 +152,41 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodeDeepNesting: a body nested past encoding/json's limit is
+// refused with its error, whichever decoder it meets (the fast one would
+// recurse until the process dies), and a shallow body with more brackets
+// than that limit decodes.
+func TestDecodeDeepNesting(t *testing.T) {
+	deep := `{"items":[{"queue":"q","payload":` + strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000) + `}]}`
+	if _, err := DecodePush([]byte(deep)); err == nil || !strings.HasPrefix(err.Error(), "bad body: ") ||
+		!strings.Contains(err.Error(), "exceeded max depth") {
+		t.Errorf("push nested 1,000,000 deep: %v, want bad body: … exceeded max depth", err)
+	}
+	deepInString := `{"items":[{"queue":"q","payload":"` + strings.Repeat("[", 20_000) + `"}]}`
+	if items, err := DecodePush([]byte(deepInString)); err != nil || len(items) != 1 {
+		t.Errorf("brackets inside a string: %v, %d items", err, len(items))
+	}
+	var wide strings.Builder
+	wide.WriteString(`{"items":[`)
+	for i := range 12_000 {
+		if i > 0 {
+			wide.WriteByte(',')
+		}
+		wide.WriteString(`{"queue":"q","payload":{"n":[1]}}`)
+	}
+	wide.WriteString(`]}`)
+	if items, err := DecodePush([]byte(wide.String())); err != nil || len(items) != 12_000 {
+		t.Errorf("12,000 shallow items: %v, %d items", err, len(items))
+	}
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`[["[[["]]`, true}, {`[["[[[\"["]]`, true}, {`[[[]]]`, false}, {`[[]][[]]`, true}, {`{"a":{"b":[1]}}`, false},
+	} {
+		if got := nestsWithin([]byte(tc.body), 2); got != tc.want {
+			t.Errorf("nestsWithin(%s, 2) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -132,6 +134,26 @@ func checkWalk(t *testing.T, body []byte, v any) {
 	}
 }
 
+// checkAgrees checks that the hot routes' fast decoder accepts no body
+// that encoding/json refuses and decodes every body it accepts as
+// encoding/json does (a body it refuses goes to encoding/json anyway).
+// Bodies that are not UTF-8 are refused before decoding.
+func checkAgrees[T any](t *testing.T, body []byte) {
+	t.Helper()
+	if checkUTF8(body) != nil || !nestsWithin(body, maxNesting) {
+		return
+	}
+	var fast, std T
+	errFast := fastjson.Unmarshal(body, &fast)
+	errStd := json.Unmarshal(body, &std)
+	switch {
+	case errFast == nil && errStd != nil:
+		t.Fatalf("body %q: the fast decoder accepts it, encoding/json says %v", body, errStd)
+	case errFast == nil && !reflect.DeepEqual(fast, std):
+		t.Fatalf("body %q: the fast decoder reads %+v, encoding/json %+v", body, fast, std)
+	}
+}
+
 func checkItems(t *testing.T, body []byte, items []store.PushItem) {
 	t.Helper()
 	for i, it := range items {
@@ -163,6 +185,7 @@ func FuzzDecodePush(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkWalk(t, body, &pushBody{})
+		checkAgrees[pushBody](t, body)
 		items, err := DecodePush(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -181,6 +204,7 @@ func FuzzDecodeAck(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkWalk(t, body, &ackJSON{})
+		checkAgrees[ackJSON](t, body)
 		a, err := DecodeAck(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -196,6 +220,7 @@ func FuzzDecodeAckBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkWalk(t, body, &ackBatchBody{})
+		checkAgrees[ackBatchBody](t, body)
 		acks, err := DecodeAckBatch(body)
 		if err != nil {
 			checkErr(t, body, err, false)
