@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // The driver's SQL, one constant per query, named after what it does.
@@ -29,13 +30,6 @@ const (
 	sqlPartitionInsert  = `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`
 	sqlPartitionAdvance = `UPDATE partitions SET last_offset = ?, last_message_at = ? WHERE id = ?`
 
-	// The offset (seq) is explicit, from the writer's counter (see
-	// nextSeq): SQLite's own rowid would be max(rowid)+1, which goes back
-	// when retention deletes the newest rows of the table.
-	sqlMessageInsert = `INSERT INTO messages
-		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (partition_id, transaction_id) DO NOTHING`
 	sqlMessageByTxn = `SELECT seq, id FROM messages WHERE partition_id = ? AND transaction_id = ?`
 	// The transactionIds of the next messages after a cursor, to resolve a
 	// batch of acks with one range read.
@@ -178,26 +172,50 @@ const (
 	sqlPurgeMore      = `SELECT EXISTS (SELECT 1 FROM purge_partitions)`
 )
 
+// messagesInsertSQL is the insert of n messages. The offset (seq) is
+// explicit, from the writer's counter (see nextSeq): SQLite's own rowid
+// would be max(rowid)+1, which goes back when retention deletes the newest
+// rows of the table. A row whose transactionId is stored already is left
+// out.
+func messagesInsertSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO messages
+		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(" ON CONFLICT (partition_id, transaction_id) DO NOTHING")
+	return b.String()
+}
+
 // statements are prepared once on the writer connection; tx.Stmt rebinds
 // them to each transaction without preparing again.
 type statements struct {
 	all map[string]*sql.Stmt
+	// insertRows[n] is the text of sqlMessageInsert for n rows (n >= 1).
+	insertRows [maxInsertRows + 1]string
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 	st := &statements{all: make(map[string]*sql.Stmt)}
+	for n := 1; n <= maxInsertRows; n++ {
+		st.insertRows[n] = messagesInsertSQL(n)
+	}
 	// featureStatements: those of key/value state, timers and ephemeral
 	// queues (kv.go, timers.go, ephemeral.go).
-	for _, q := range append([]string{
+	for _, q := range append(append([]string{
 		sqlQueueByName, sqlQueueInsert, sqlQueueUpdate, sqlQueuesMatching,
 		sqlPartitionByName, sqlPartitionByUUID, sqlPartitionInsert, sqlPartitionAdvance,
-		sqlMessageInsert, sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
+		sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
 		sqlMessagesAfterIDs, sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
 		sqlLaneCandidates, sqlLanePinned, sqlLaneNextReady, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
 		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,
-	}, featureStatements...) {
+	}, featureStatements...), st.insertRows[1:]...) {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			st.close()

@@ -29,13 +29,9 @@ func highestSeq(ctx context.Context, db *sql.DB) (int64, error) {
 	return n, nil
 }
 
-// nextSeq returns the offset for the next message. The caller records it
-// with usedSeq once the message is inserted.
-func (t *txn) nextSeq() int64 { return t.cache.lastSeq + 1 }
-
-// usedSeq records that seq was given to a message.
-func (t *txn) usedSeq(seq int64) {
-	if seq > t.cache.lastSeq {
-		t.cache.lastSeq = seq
-	}
+// takeSeq hands out the offset for a message about to be inserted. If the
+// insert leaves it out (a duplicate), the offset stays unused: a gap.
+func (t *txn) takeSeq() int64 {
+	t.cache.lastSeq++
+	return t.cache.lastSeq
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,6 +105,43 @@ func runPush(t *testing.T, newStore func(t *testing.T) store.Store) {
 		p := PopParams("q", store.QueueMode, At(2*time.Second))
 		p.Batch = 10
 		wantIDs(t, "pop after duplicate push", Pop(t, s, p), first, fresh)
+	})
+
+	t.Run("DuplicateWithinOneCall", func(t *testing.T) {
+		// A large call (the engines insert many rows per statement) with
+		// repeats inside it: far from the first, and next to it.
+		s := setup(t, newStore)
+		items := make([]store.PushItem, 150)
+		for i := range items {
+			items[i] = Item("q", fmt.Sprintf("p%d", i%3), i)
+		}
+		items[140].TransactionID, items[140].Partition = items[5].TransactionID, items[5].Partition
+		items[7].TransactionID, items[7].Partition = items[6].TransactionID, items[6].Partition
+		res, err := s.MessagePushMany(context.Background(), &store.MessagePushManyParams{Items: items, Now: T0})
+		if err != nil {
+			t.Fatalf("PushMany: %v", err)
+		}
+		var want []store.PushItem
+		for i, r := range res {
+			switch i {
+			case 140, 7:
+				first := map[int]int{140: 5, 7: 6}[i]
+				if r.Status != store.PushDuplicate || r.MessageID != items[first].MessageID ||
+					r.PartitionID != res[first].PartitionID {
+					t.Errorf("item %d repeats item %d: got %+v, want duplicate of %s", i, first, r, items[first].MessageID)
+				}
+			default:
+				if r.Status != store.PushQueued || r.MessageID != items[i].MessageID {
+					t.Errorf("item %d: got %+v, want queued", i, r)
+				}
+				if items[i].Partition == "p0" {
+					want = append(want, items[i])
+				}
+			}
+		}
+		p := PopParams("q", store.QueueMode, At(time.Second))
+		p.Batch, p.Partition = 200, "p0"
+		wantIDs(t, "pop of p0 after a push with repeats", Pop(t, s, p), want...)
 	})
 
 	t.Run("SameTransactionIDElsewhere", func(t *testing.T) {
