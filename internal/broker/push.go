@@ -86,7 +86,7 @@ func prepareItems(items []store.PushItem, c Caller) {
 			it.Partition = store.DefaultPartition
 		}
 		if it.TransactionID == "" {
-			it.TransactionID = newID()
+			it.TransactionID, it.MintedTxn = newID(), true
 		}
 		it.MessageID = newID()
 		it.ProducerSub = c.Subject

@@ -28,6 +28,10 @@ type PushItem struct {
 	Tenant        string // owner of Queue
 	TraceID       string // "" means none
 	TransactionID string
+	// MintedTxn says the broker minted TransactionID for this push (the
+	// client sent none): it cannot repeat a stored one, so a store may skip
+	// looking for a duplicate.
+	MintedTxn bool
 }
 
 // MessagePushManyParams is a batch of messages written with one createdAt.

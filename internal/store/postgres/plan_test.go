@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 	puuids, txns, ids, empty, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
 		make([]int64, n)
 	pids, payloads, qids := make([]int64, n), make([][]byte, n), make([]int64, n)
+	probe := slices.Repeat([]bool{true}, n) // client-given transactionIds
 	var qid int64
 	if err := s.pool.QueryRow(ctx, "SELECT queue_id FROM partitions WHERE id = $1", pid).Scan(&qid); err != nil {
 		t.Fatal(err)
@@ -62,9 +64,9 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 	}
 	for what, p := range map[string]string{
 		"ack resolution": plan("ack", sqlAckResolve, puuids, txns, store.DefaultTenant),
-		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at, qids),
+		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at, qids, probe),
 		"push dedup (capped)": plan("push", sqlMessagesInsertCapped, pids, txns, ids, empty, empty, payloads, at,
-			qids),
+			qids, probe),
 	} {
 		if !strings.Contains(p, "messages_partition_txn") || strings.Contains(p, "Seq Scan on messages") {
 			t.Errorf("%s does not probe messages_partition_txn:\n%s", what, p)
@@ -157,6 +159,7 @@ func TestRequeueStatementsProbeIndexes(t *testing.T) {
 	for i := range n {
 		ids[i], payloads[i], at[i], qids[i] = storetest.NewID(), []byte("1"), 1, qid
 	}
+	probe := slices.Repeat([]bool{true}, n)
 	all := dlqArgs(store.DefaultTenant, &store.DLQFilter{})
 	ofQueue := dlqArgs(store.DefaultTenant, &store.DLQFilter{Queue: queue})
 
@@ -202,10 +205,10 @@ func TestRequeueStatementsProbeIndexes(t *testing.T) {
 		"partitions lock":     {query: sqlPartitionsLock, args: []any{pids}},
 		// The maxSize check reads all partitions of a capped queue: a scan
 		// when the queue has them all (it runs for capped queues only).
-		"push insert": {query: sqlMessagesInsert, args: []any{pids, retries, ids, empty, empty, payloads, at, qids},
+		"push insert": {query: sqlMessagesInsert, args: []any{pids, retries, ids, empty, empty, payloads, at, qids, probe},
 			index: "messages_partition_txn"},
 		"push insert (capped)": {query: sqlMessagesInsertCapped,
-			args:  []any{pids, retries, ids, empty, empty, payloads, at, qids},
+			args:  []any{pids, retries, ids, empty, empty, payloads, at, qids, probe},
 			index: "messages_partition_txn", scans: "partitions"},
 		"lanes ready": {query: sqlLanesMarkReady, args: []any{pids}},
 	}

@@ -105,7 +105,8 @@ type messageRows struct {
 	queueID                       []int64 // for maxSize
 	txn, id, traceID, producerSub []string
 	payload                       [][]byte
-	entry                         []int // entry index of each row
+	probe                         []bool // look for a stored duplicate
+	entry                         []int  // entry index of each row
 }
 
 // newMessageRows makes room for n rows in every column.
@@ -113,7 +114,7 @@ func newMessageRows(n int) *messageRows {
 	return &messageRows{
 		partitionID: make([]int64, 0, n), createdAt: make([]int64, 0, n), queueID: make([]int64, 0, n),
 		txn: make([]string, 0, n), id: make([]string, 0, n), traceID: make([]string, 0, n),
-		producerSub: make([]string, 0, n), payload: make([][]byte, 0, n), entry: make([]int, 0, n),
+		producerSub: make([]string, 0, n), payload: make([][]byte, 0, n), probe: make([]bool, 0, n), entry: make([]int, 0, n),
 	}
 }
 
@@ -126,6 +127,7 @@ func (r *messageRows) add(part partRef, i int, e pushEntry) {
 	r.producerSub = append(r.producerSub, e.item.ProducerSub)
 	r.payload = append(r.payload, e.item.Payload)
 	r.createdAt = append(r.createdAt, e.atMs)
+	r.probe = append(r.probe, !e.item.MintedTxn)
 	r.entry = append(r.entry, i)
 }
 
@@ -210,7 +212,7 @@ func (t *txn) insertMessages(w *pushWrite, capped bool) (*insertOutcome, error) 
 		insert = sqlMessagesInsertCapped
 	}
 	b.Queue(insert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
-		rows.payload, rows.createdAt, rows.queueID)
+		rows.payload, rows.createdAt, rows.queueID, rows.probe)
 	b.Queue(sqlLanesMarkReady, w.pids)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()
