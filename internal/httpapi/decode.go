@@ -74,9 +74,9 @@ func unmarshal(body []byte, v any) error {
 // ack batch), which are a fifth of the broker's CPU at full push rate when
 // decoded by encoding/json. It decodes with segmentio's encoding/json,
 // about four times faster and made to decode as the standard library does
-// (FuzzDecodeAgrees holds it to that for these bodies); anything it
-// refuses goes to unmarshal, whose errors are the ones clients see. It
-// recurses without a bound, so a body that may nest deeper than
+// (the fuzz targets of these decoders hold it to that: checkAgrees);
+// anything it refuses goes to unmarshal, whose errors are the ones clients
+// see. It recurses without a bound, so a body that may nest deeper than
 // encoding/json allows goes to unmarshal too (which refuses it).
 func unmarshalHot(body []byte, v any) error {
 	if nestsWithin(body, maxNesting) && fastjson.Unmarshal(body, v) == nil {
@@ -90,8 +90,8 @@ func unmarshalHot(body []byte, v any) error {
 const maxNesting = 10000
 
 // nestsWithin says whether no array or object of body lies more than limit
-// deep. A body with fewer brackets than that (two vectorized counts) does
-// not; only one with more is walked.
+// deep. A body with no more brackets than limit (two vectorized counts)
+// cannot; only one with more is walked.
 func nestsWithin(body []byte, limit int) bool {
 	if bytes.Count(body, []byte{'['})+bytes.Count(body, []byte{'{'}) <= limit {
 		return true

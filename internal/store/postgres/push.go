@@ -114,7 +114,8 @@ func newMessageRows(n int) *messageRows {
 	return &messageRows{
 		partitionID: make([]int64, 0, n), createdAt: make([]int64, 0, n), queueID: make([]int64, 0, n),
 		txn: make([]string, 0, n), id: make([]string, 0, n), traceID: make([]string, 0, n),
-		producerSub: make([]string, 0, n), payload: make([][]byte, 0, n), probe: make([]bool, 0, n), entry: make([]int, 0, n),
+		producerSub: make([]string, 0, n), payload: make([][]byte, 0, n), probe: make([]bool, 0, n),
+		entry: make([]int, 0, n),
 	}
 }
 
@@ -137,19 +138,15 @@ func (r *messageRows) add(part partRef, i int, e pushEntry) {
 // nothing and the push runs again with the one that checks room.
 func (t *txn) writePush(plan *pushPlan) ([]store.PushResult, error) {
 	w := newPushWrite(plan)
-	capped := t.s.cache.anyCapped(w.qids)
-	for {
-		out, err := t.insertMessages(w, capped)
-		if errors.Is(err, errCapped) && !capped {
-			capped = true
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		t.wakeAfterCommit(w.wakes...)
-		return pushResults(plan, out.stored, out.full), nil
+	out, err := t.insertMessages(w, t.s.cache.anyCapped(w.qids))
+	if errors.Is(err, errCapped) {
+		out, err = t.insertMessages(w, true)
 	}
+	if err != nil {
+		return nil, err
+	}
+	t.wakeAfterCommit(w.wakes...)
+	return pushResults(plan, out.stored, out.full), nil
 }
 
 // pushWrite is what the statements of a push are given.

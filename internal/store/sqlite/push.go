@@ -31,7 +31,8 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 	var advanced []advance // partitions that received messages, in first-touch order
 	var capped []bool      // per advanced partition: its queue has a maxSize
 	slot := make(map[int64]int)
-	stored := func(part int64, seq int64, isCapped bool) {
+	// advancedTo records that partition part now ends at offset seq.
+	advancedTo := func(part int64, seq int64, isCapped bool) {
 		if j, ok := slot[part]; ok {
 			advanced[j].last = seq
 		} else {
@@ -50,7 +51,7 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 		}
 		for _, r := range rows {
 			if out[r.i].Status == store.PushQueued {
-				stored(r.part.id, r.seq, false)
+				advancedTo(r.part.id, r.seq, false)
 			}
 		}
 		rows = rows[:0]
@@ -98,7 +99,7 @@ func (t *txn) push(items []store.PushItem, now time.Time) ([]store.PushResult, e
 		}
 		if out[i].Status == store.PushQueued {
 			t.stored(rooms, q, part.id)
-			stored(part.id, seq, true)
+			advancedTo(part.id, seq, true)
 		}
 	}
 	if err := flush(); err != nil {
