@@ -195,14 +195,17 @@ func messagesInsertSQL(n int) string {
 // them to each transaction without preparing again.
 type statements struct {
 	all map[string]*sql.Stmt
-	// insertRows[n] is the text of sqlMessageInsert for n rows (n >= 1).
+	// insertRows[n] is the text of the insert of n messages, for n a power
+	// of two up to maxInsertRows.
 	insertRows [maxInsertRows + 1]string
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 	st := &statements{all: make(map[string]*sql.Stmt)}
-	for n := 1; n <= maxInsertRows; n++ {
+	var inserts []string
+	for n := 1; n <= maxInsertRows; n *= 2 {
 		st.insertRows[n] = messagesInsertSQL(n)
+		inserts = append(inserts, st.insertRows[n])
 	}
 	// featureStatements: those of key/value state, timers and ephemeral
 	// queues (kv.go, timers.go, ephemeral.go).
@@ -215,7 +218,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,
 		sqlBacklogPartitions, sqlMessagesCountRange, // maxSize (capacity.go)
 		sqlStreamQueryState, sqlStreamStateLen, sqlStreamStateUpsert, sqlStreamStateDelete, sqlStreamShardAdd,
-	}, featureStatements...), st.insertRows[1:]...) {
+	}, featureStatements...), inserts...) {
 		s, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			st.close()
