@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Ack modes.
@@ -620,7 +622,7 @@ func (r *runner) push(ctx context.Context, body []byte, n int, hist *Histogram) 
 			return confirmed // a 4xx will not get better by retrying
 		}
 		var verdicts []pushVerdict
-		if err := json.Unmarshal(resp, &verdicts); err != nil || len(verdicts) != n {
+		if err := fastjson.Unmarshal(resp, &verdicts); err != nil || len(verdicts) != n {
 			r.errs.add("push: malformed answer")
 			return confirmed
 		}
@@ -709,7 +711,7 @@ func (r *runner) consume(ctx context.Context, g int, hist *Histogram) {
 			continue
 		}
 		var resp popResponse
-		if err := json.Unmarshal(body, &resp); err != nil {
+		if err := fastjson.Unmarshal(body, &resp); err != nil {
 			r.errs.add("pop: malformed answer")
 			continue
 		}
@@ -717,7 +719,7 @@ func (r *runner) consume(ctx context.Context, g int, hist *Histogram) {
 		batch = batch[:0]
 		for _, m := range resp.Messages {
 			var pl payload
-			if err := json.Unmarshal(m.Data, &pl); err != nil || pl.Run != r.run {
+			if err := fastjson.Unmarshal(m.Data, &pl); err != nil || pl.Run != r.run {
 				// Left over from another run on a reused queue: not ours to check.
 				r.errs.add("pop: foreign message")
 				continue
@@ -754,7 +756,7 @@ func (r *runner) ackBatch(ctx context.Context, g int, msgs []popMessage) {
 		body.Acknowledgments[i] = ackItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
 			LeaseID: leaseOf(m.LeaseID), Status: "completed"}
 	}
-	raw, _ := json.Marshal(body)
+	raw, _ := fastjson.Marshal(body)
 	// An ack must not be cut short by the end of the run: an abandoned lease
 	// would hold the lane for the whole lease time.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
@@ -769,7 +771,7 @@ func (r *runner) ackBatch(ctx context.Context, g int, msgs []popMessage) {
 		return
 	}
 	var verdicts []ackVerdict
-	if err := json.Unmarshal(resp, &verdicts); err != nil || len(verdicts) != len(msgs) {
+	if err := fastjson.Unmarshal(resp, &verdicts); err != nil || len(verdicts) != len(msgs) {
 		r.errs.add("ack: malformed answer")
 		return
 	}
