@@ -111,6 +111,21 @@ type QueueOps struct {
 // it has one row per group.
 const wholeWindow = 100 * 365 * 24 * time.Hour
 
+// wholeOf returns sp as one bucket spanning its window, read from the same
+// rows as sp's own buckets: the rollup slots only when those would be
+// (store.SeriesFromSlots). wholeWindow is a whole number of slots, so alone
+// it read the slots whenever the window began on a quarter hour, however
+// short the window, and slots lag the minute rows until the next rollup:
+// a one-hour window's totals then missed its newest minutes.
+func wholeOf(sp store.StatsSeriesParams) store.StatsSeriesParams {
+	slots := store.SeriesFromSlots(&sp)
+	sp.Bucket = wholeWindow
+	if !slots {
+		sp.Bucket += time.Minute // not a whole number of slots: the minute rows
+	}
+	return sp
+}
+
 // MaxSeriesQueues bounds the queues of QueueOps: the busiest in the
 // window.
 const MaxSeriesQueues = 100
@@ -123,8 +138,7 @@ func (c *Control) QueueOps(ctx context.Context, tenant string, p SeriesParams) (
 	sp := seriesParams(tenant, p.Range, d)
 	sp.Group, sp.Queues, sp.Namespace, sp.Task = store.SeriesByQueue, p.queues(), p.Namespace, p.Task
 	// First the busiest queues over the whole window (one bucket each).
-	whole := sp
-	whole.Bucket = wholeWindow
+	whole := wholeOf(sp)
 	totals, err := c.store.StatsQueueSeries(ctx, &whole)
 	if err != nil {
 		return nil, err
@@ -356,9 +370,9 @@ func (c *Control) WorkerMetrics(ctx context.Context, p BrokerParams) (*WorkerMet
 	}
 	sort.Slice(out.Points, func(i, j int) bool { return out.Points[i].At.Before(out.Points[j].At) })
 
-	byQueue, err := c.store.StatsQueueSeries(ctx, &store.StatsSeriesParams{AllTenants: true, From: from,
-		To: p.Range.To, Bucket: wholeWindow, Group: store.SeriesByQueue, Hostname: p.Hostname,
-		WorkerID: p.WorkerID})
+	qp := wholeOf(store.StatsSeriesParams{AllTenants: true, From: from, To: p.Range.To, Bucket: d,
+		Group: store.SeriesByQueue, Hostname: p.Hostname, WorkerID: p.WorkerID})
+	byQueue, err := c.store.StatsQueueSeries(ctx, &qp)
 	if err != nil {
 		return nil, err
 	}
