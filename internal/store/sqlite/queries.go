@@ -173,7 +173,7 @@ const (
 )
 
 // messagesInsertSQL is the insert of n messages. The offset (seq) is
-// explicit, from the writer's counter (see nextSeq): SQLite's own rowid
+// explicit, from the writer's counter (see takeSeq): SQLite's own rowid
 // would be max(rowid)+1, which goes back when retention deletes the newest
 // rows of the table. A row whose transactionId is stored already is left
 // out.
