@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/queen-go/queen/internal/store/statsql"
 )
 
 // The driver's SQL, one constant per query, named after what it does.
@@ -178,17 +180,11 @@ const (
 // rows of the table. A row whose transactionId is stored already is left
 // out.
 func messagesInsertSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO messages
-		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-	}
-	b.WriteString(" ON CONFLICT (partition_id, transaction_id) DO NOTHING")
-	return b.String()
+	row := "(" + statsql.Placeholders(8) + ")"
+	return `INSERT INTO messages
+		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") +
+		" ON CONFLICT (partition_id, transaction_id) DO NOTHING"
 }
 
 // statements are prepared once on the writer connection; tx.Stmt rebinds
