@@ -299,11 +299,15 @@ func (h *hub) setNotify(w *waiter, f func()) {
 	w.notify = f
 }
 
-// notifyAll calls the notify function of every parked waiter (the broker
-// stops: they must look, and learn it).
+// notifyAll calls the notify function of every parked waiter and closes
+// every watch (the broker stops: they must look, and learn it).
 func (h *hub) notifyAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for k, ch := range h.watches {
+		close(ch)
+		delete(h.watches, k)
+	}
 	call := func(w *waiter) {
 		if w.notify != nil {
 			w.notify()

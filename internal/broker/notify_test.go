@@ -230,3 +230,16 @@ func TestHubWatch(t *testing.T) {
 		t.Fatal("a kick of every key left a watcher asleep")
 	}
 }
+
+// A broker that stops wakes its watchers (an ephemeral pop waits on nothing
+// else): they look once more and learn that it stops.
+func TestHubStopWakesWatchers(t *testing.T) {
+	h := newHub(nil, nil)
+	w := h.watch("eph/a")
+	h.notifyAll()
+	select {
+	case <-w:
+	default:
+		t.Fatal("stopping left a watcher asleep")
+	}
+}

@@ -27,7 +27,6 @@ const (
 	MaxNameBytes       = 255
 	MaxTTL             = 86400 * time.Second
 	sweepBatch         = 100
-	pollFallback       = time.Second
 )
 
 // Config configures ephemeral queues. Zero fields take the defaults.
@@ -192,6 +191,9 @@ func (e *Ephemeral) Push(ctx context.Context, tenant string, items []Item) ([]Pu
 // Pop deletes and returns up to batch messages of a live queue. With wait
 // it waits up to timeout for the first (a push on any broker wakes it);
 // it returns empty at the deadline, when ctx ends or when the broker stops.
+// A waiting pop looks at the store only when woken: a push announces itself
+// to every broker (on PostgreSQL after its commit), and a broker whose
+// listener lost its connection wakes every waiter once it is back.
 func (e *Ephemeral) Pop(ctx context.Context, tenant, name string, batch int, wait bool, timeout time.Duration) ([]store.EphemeralMessage, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -202,21 +204,22 @@ func (e *Ephemeral) Pop(ctx context.Context, tenant, name string, batch int, wai
 	for {
 		woken := e.broker.Wait(key)
 		msgs, err := e.store.EphemeralPop(ctx, &store.EphemeralPopParams{Tenant: tenant, Name: name, Limit: batch, Now: e.cfg.Now()})
-		if err != nil || len(msgs) > 0 || !wait || e.broker.Stopping() {
-			return msgs, err
+		if err != nil {
+			// The failed pop may have held rows that a concurrent pop
+			// skipped and then parked on: they are there to take again.
+			e.broker.Notify(key)
+			return nil, err
 		}
-		fallback := time.NewTimer(pollFallback)
+		if len(msgs) > 0 || !wait || e.broker.Stopping() {
+			return msgs, nil
+		}
 		select {
 		case <-ctx.Done():
-			fallback.Stop()
 			return nil, nil
 		case <-deadline.C:
-			fallback.Stop()
 			return nil, nil
 		case <-woken:
-		case <-fallback.C:
 		}
-		fallback.Stop()
 	}
 }
 
