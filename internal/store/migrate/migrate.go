@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strconv"
@@ -86,6 +87,11 @@ type Options struct {
 	Advice string
 	// Now stamps applied_at; nil means time.Now.
 	Now func() time.Time
+	// Logger, if set, hears of each migration applied to a database that
+	// had some already (an upgrade, which may rebuild an index of a big
+	// table): before it starts and once it is done. A new database is
+	// created silently.
+	Logger *slog.Logger
 }
 
 var (
@@ -269,6 +275,10 @@ func Run(ctx context.Context, d Driver, fsys fs.FS, opts Options) ([]Migration, 
 		}
 		done[a.Version] = true
 	}
+	log := opts.Logger
+	if log == nil || len(applied) == 0 {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var ran []Migration
 	for _, m := range ms {
 		if opts.Last > 0 && m.Version > opts.Last {
@@ -277,9 +287,13 @@ func Run(ctx context.Context, d Driver, fsys fs.FS, opts Options) ([]Migration, 
 		if done[m.Version] {
 			continue
 		}
+		log.Info("applying schema migration", "target", opts.Target, "migration", m.Name)
+		start := time.Now()
 		if err := conn.Apply(ctx, m, now()); err != nil {
 			return ran, err
 		}
+		log.Info("schema migration applied", "target", opts.Target, "migration", m.Name,
+			"took", time.Since(start).Round(time.Millisecond))
 		ran = append(ran, m)
 	}
 	return ran, nil

@@ -1,8 +1,10 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -267,4 +269,30 @@ func (s *stampDB) Lock(ctx context.Context) (Conn, error) {
 func (s *stampDB) Apply(ctx context.Context, m Migration, at time.Time) error {
 	*s.got = append(*s.got, at)
 	return s.fakeDB.Apply(ctx, m, at)
+}
+
+// An upgrade says what it applies (it may rebuild an index of a big table
+// while the broker is not serving yet); a new database is created silently.
+func TestRunLogsUpgrades(t *testing.T) {
+	var buf bytes.Buffer
+	opts := Options{Target: "test db", Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	db := &fakeDB{}
+	if _, err := Run(context.Background(), db, files("001_init.up.sql"), opts); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("creating a database logged:\n%s", buf.String())
+	}
+	if _, err := Run(context.Background(), db, three, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`msg="applying schema migration" target="test db" migration=002_settings.up.sql`,
+		`msg="schema migration applied" target="test db" migration=002_settings.up.sql took=`,
+		`msg="applying schema migration" target="test db" migration=003_ready_lanes.up.sql`,
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("upgrade log lacks %q:\n%s", want, buf.String())
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,8 +35,10 @@ func Migrations() fs.FS {
 // and all come up. A schema holding another application's tables (real
 // Queen's "queen" schema, say) or migrated by a newer broker is refused
 // with a *migrate.ForeignError or a *migrate.NewerError, untouched.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	_, err := runner.Run(ctx, migrator{pool: pool, schema: schema}, Migrations(), migrateOptions(schema))
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.Logger) error {
+	opts := migrateOptions(schema)
+	opts.Logger = log
+	_, err := runner.Run(ctx, migrator{pool: pool, schema: schema}, Migrations(), opts)
 	return err
 }
 

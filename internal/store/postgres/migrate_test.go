@@ -51,7 +51,7 @@ func TestMigrateFreshThenNoOp(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	pool := rawPool(t)
-	if err := migrate(ctx, pool, schema); err != nil {
+	if err := migrate(ctx, pool, schema, nil); err != nil {
 		t.Fatalf("first migrate: %v", err)
 	}
 	ms, err := runner.List(Migrations())
@@ -61,7 +61,7 @@ func TestMigrateFreshThenNoOp(t *testing.T) {
 	q := pgx.Identifier{schema}.Sanitize()
 	stamp := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	execAll(t, pool, "UPDATE "+q+".schema_migrations SET applied_at = '2020-01-02 03:04:05+00'")
-	if err := migrate(ctx, pool, schema); err != nil {
+	if err := migrate(ctx, pool, schema, nil); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
 	rows, err := pool.Query(ctx, "SELECT version, name, applied_at FROM "+q+".schema_migrations ORDER BY version")
@@ -149,7 +149,7 @@ func TestMigrateRefusesForeignVersionTable(t *testing.T) {
 			pool := rawPool(t)
 			q := pgx.Identifier{schema}.Sanitize()
 			execAll(t, pool, "CREATE SCHEMA "+q, strings.ReplaceAll(strings.ReplaceAll(tc.create, "%[1]s", q), "%s", q))
-			err := migrate(context.Background(), pool, schema)
+			err := migrate(context.Background(), pool, schema, nil)
 			if !errors.Is(err, runner.ErrForeign) || !strings.Contains(err.Error(), tc.inErr) ||
 				!strings.Contains(err.Error(), "QUEEN_PG_SCHEMA") {
 				t.Fatalf("migrate: %v, want migrate.ErrForeign saying %q", err, tc.inErr)

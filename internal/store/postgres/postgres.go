@@ -126,7 +126,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, wrapErr("postgres: connect", err)
 	}
-	migrateErr := migrate(ctx, pool, cfg.Schema)
+	log := cfg.Logger.With("component", "postgres", "schema", cfg.Schema)
+	migrateErr := migrate(ctx, pool, cfg.Schema, log)
 	if migrateErr != nil && !errors.Is(migrateErr, store.ErrUnavailable) {
 		pool.Close()
 		return nil, migrateErr
@@ -135,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool:     pool,
 		connCfg:  pcfg.ConnConfig.Copy(),
 		schema:   cfg.Schema,
-		log:      cfg.Logger.With("component", "postgres", "schema", cfg.Schema),
+		log:      log,
 		cache:    newCache(cfg.NameCacheSize),
 		closing:  make(chan struct{}),
 		instance: uuid.NewString(),
@@ -179,7 +180,7 @@ func (s *Store) ready(ctx context.Context) error {
 		return fmt.Errorf("postgres: %w: not reached since start-up", store.ErrUnavailable)
 	}
 	s.migrateTried = time.Now()
-	if err := migrate(ctx, s.pool, s.schema); err != nil {
+	if err := migrate(ctx, s.pool, s.schema, s.log); err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
 			s.log.Error("PostgreSQL answers, but its schema cannot be migrated", "err", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ func Migrations() fs.FS {
 // version (tests build databases of older schema versions with it). A
 // database it must not touch is refused with a *migrate.ForeignError or a
 // *migrate.NewerError.
-func migrate(ctx context.Context, db *sql.DB, last int) error {
+func migrate(ctx context.Context, db *sql.DB, last int, log *slog.Logger) error {
 	target := "SQLite database"
 	var file string
 	if err := db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
@@ -36,7 +37,7 @@ func migrate(ctx context.Context, db *sql.DB, last int) error {
 		target += fmt.Sprintf(" %q", file)
 	}
 	_, err := runner.Run(ctx, migrator{db}, Migrations(), runner.Options{Last: last, Target: target,
-		Advice: "point QUEEN_DATA_DIR at another folder"})
+		Advice: "point QUEEN_DATA_DIR at another folder", Logger: log})
 	return err
 }
 

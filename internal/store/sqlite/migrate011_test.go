@@ -24,7 +24,7 @@ func TestMigration011KeepsFiguresRight(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, 10); err != nil {
+	if err := migrate(ctx, db, 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	opts := `{"leaseTime":300,"retryLimit":3,"ttl":3600}`

@@ -142,7 +142,7 @@ func TestMigrateReadyLanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := migrate(ctx, db, 2); err != nil {
+	if err := migrate(ctx, db, 2, nil); err != nil {
 		t.Fatalf("migrate to 002: %v", err)
 	}
 	const t0 = int64(1_700_000_000_000)

@@ -130,7 +130,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, db, 0); err != nil {
+	if err := migrate(ctx, db, 0, log.With("component", "sqlite")); err != nil {
 		db.Close()
 		return nil, err
 	}
