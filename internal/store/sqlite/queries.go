@@ -184,7 +184,7 @@ func messagesInsertSQL(n int) string {
 	return `INSERT INTO messages
 		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at) VALUES ` +
 		strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") +
-		" ON CONFLICT (partition_id, transaction_id) DO NOTHING"
+		" ON CONFLICT (transaction_id, partition_id) DO NOTHING"
 }
 
 // statements are prepared once on the writer connection; tx.Stmt rebinds
