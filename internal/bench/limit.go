@@ -185,7 +185,7 @@ func limitSQLite(ctx context.Context, cfg LimitConfig, dir string) (*LimitResult
 		transaction_id TEXT NOT NULL, trace_id TEXT, producer_sub TEXT,
 		payload TEXT NOT NULL, created_at INTEGER NOT NULL);
 		CREATE INDEX messages_partition ON messages (partition_id);
-		CREATE UNIQUE INDEX messages_partition_txn ON messages (partition_id, transaction_id);`); err != nil {
+		CREATE UNIQUE INDEX messages_txn_partition ON messages (transaction_id, partition_id);`); err != nil {
 		return nil, fmt.Errorf("sqlite limit: create table: %w", err)
 	}
 	var mode, syncMode string
