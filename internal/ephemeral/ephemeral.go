@@ -7,6 +7,7 @@ package ephemeral
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -205,9 +206,12 @@ func (e *Ephemeral) Pop(ctx context.Context, tenant, name string, batch int, wai
 		woken := e.broker.Wait(key)
 		msgs, err := e.store.EphemeralPop(ctx, &store.EphemeralPopParams{Tenant: tenant, Name: name, Limit: batch, Now: e.cfg.Now()})
 		if err != nil {
-			// The failed pop may have held rows that a concurrent pop
-			// skipped and then parked on: they are there to take again.
-			e.broker.Notify(key)
+			if !errors.Is(err, store.ErrNotFound) {
+				// The failed pop may have held rows that a concurrent
+				// pop skipped and then parked on: they are there to
+				// take again.
+				e.broker.Notify(key)
+			}
 			return nil, err
 		}
 		if len(msgs) > 0 || !wait || e.broker.Stopping() {
