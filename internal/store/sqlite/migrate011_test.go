@@ -19,14 +19,7 @@ import (
 func TestMigration011KeepsFiguresRight(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "queen.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, 10, nil); err != nil {
-		t.Fatal(err)
-	}
+	db := openAtVersion(t, dir, 10)
 	opts := `{"leaseTime":300,"retryLimit":3,"ttl":3600}`
 	// Offsets 1 to 10 of partition 1; retention deleted 1 to 4, 7 and 10
 	// were deleted on their own (10 kept by a keeper row). Group g read
@@ -122,4 +115,20 @@ func TestOffsetsNeverGoBackAcrossRestarts(t *testing.T) {
 			t.Errorf("%s: g after the restart got %+v, want the new message", q, got)
 		}
 	}
+}
+
+// openAtVersion creates the database of dir at schema version v (what
+// brokers of that version left) and returns it; close it before opening the
+// store on dir.
+func openAtVersion(t *testing.T, dir string, v int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "queen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := migrate(context.Background(), db, v, nil); err != nil {
+		t.Fatalf("migrate to %03d: %v", v, err)
+	}
+	return db
 }

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -18,14 +16,7 @@ import (
 func TestMigration013KeepsDuplicatesFound(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "queen.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db, 12, nil); err != nil {
-		t.Fatal(err)
-	}
+	db := openAtVersion(t, dir, 12)
 	for _, q := range []string{
 		`INSERT INTO queues (id, uuid, tenant, name, options, created_at)
 			VALUES (1, 'q-uuid', '` + store.DefaultTenant + `', 'q', '{}', 0)`,
