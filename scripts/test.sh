@@ -24,9 +24,11 @@ if [ -z "${QUEEN_LATENCY_TESTS:-}" ]; then
 
 skipped: the latency tests TestBoundedQueueDelete and TestBoundedRetention (a queue of 1,000,000 messages deleted,
 or swept by retention, under load; minutes, and meaningful only when nothing else runs) and the long test
-TestRetentionWaves (200,000 messages through retention, disk space checked). CI runs them alone; to run them:
-    QUEEN_LATENCY_TESTS=1 go test -p 1 -run 'TestBounded|TestRetentionWaves' \
-        ./internal/store/sqlite ./internal/store/postgres
+TestRetentionWaves (200,000 messages through retention, disk space checked); the timing bounds of the wake-up and
+pop-latency tests, which ran above as behaviour checks only. CI runs them alone; to run them:
+    QUEEN_LATENCY_TESTS=1 go test -p 1 \
+        -run 'TestBounded|TestRetentionWaves|TestPopCost|TestPopLatency|TestListen$|TestPushOnOneBrokerWakes' \
+        ./internal/store/sqlite ./internal/store/postgres ./internal/e2e
 NOTE
 fi
 exit $status

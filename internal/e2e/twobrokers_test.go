@@ -249,9 +249,10 @@ func TestTwoBrokersShareOneDatabase(t *testing.T) {
 	}
 }
 
-// A long poll parked on broker B is answered within 50 ms of a push on
-// broker A: the wake-up crosses brokers through the database (LISTEN/NOTIFY),
-// not through B's one-second fallback poll.
+// A long poll parked on broker B is answered after a push on broker A: the
+// wake-up crosses brokers through the database (LISTEN/NOTIFY); B's queue
+// polls do not look on their own, so a lost notification is a 204 after
+// 10 s. In the latency run, the answer comes within 50 ms (p50).
 func TestPushOnOneBrokerWakesPopOnAnother(t *testing.T) {
 	testURL(t)
 	const (
@@ -329,6 +330,9 @@ func TestPushOnOneBrokerWakesPopOnAnother(t *testing.T) {
 	t.Logf("push on A answered → long poll on B answered, %d rounds: min %v p50 %v p90 %v max %v; all %v",
 		rounds, percentile(lat, 0).Round(10*time.Microsecond), p50.Round(10*time.Microsecond),
 		p90.Round(10*time.Microsecond), worst.Round(10*time.Microsecond), roundAll(lat))
+	if !latencyBounds() {
+		return
+	}
 	if p50 >= 50*time.Millisecond {
 		t.Errorf("p50 wake-up %v, want < 50ms", p50)
 	}

@@ -105,7 +105,8 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 }
 
-// A push through one store wakes a listener on another within 50 ms.
+// A push through one store wakes a listener on another (within 50 ms in
+// the latency run).
 func TestListen(t *testing.T) {
 	schema := newSchema(t)
 	a, b := openStore(t, schema, 4), openStore(t, schema, 4)
@@ -168,7 +169,7 @@ waitReady:
 			t.Fatalf("woken with %+v, want %+v", q, want)
 		}
 		t.Logf("push → wake through another store: %v", elapsed)
-		if elapsed > 50*time.Millisecond {
+		if latencyBounds() && elapsed > 50*time.Millisecond {
 			t.Errorf("wake-up took %v, want < 50ms", elapsed)
 		}
 	case <-time.After(time.Second):
@@ -243,7 +244,7 @@ func TestPopLatency10kPartitions(t *testing.T) {
 	}
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
 	t.Logf("pop with 10,000 partitions: p50 %v, p99 %v over %d pops", p50, p99, pops)
-	if p50 > 5*time.Millisecond {
+	if latencyBounds() && p50 > 5*time.Millisecond {
 		t.Errorf("pop p50 %v, want < 5ms", p50)
 	}
 }

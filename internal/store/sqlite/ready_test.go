@@ -120,13 +120,8 @@ func TestPopCostWithManyPartitions(t *testing.T) {
 	slices.Sort(lat)
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 	t.Logf("pop over %d partitions: p50 %v, p99 %v (%d pops)", partitions, p50, p99, len(lat))
-	// The race detector slows the pure-Go SQLite library about 15×; CI also
-	// runs this test without it, where the 5 ms bound applies.
 	limit := 5 * time.Millisecond
-	if raceEnabled {
-		limit = 20 * time.Millisecond
-	}
-	if p50 > limit {
+	if latencyBounds() && p50 > limit {
 		t.Errorf("pop p50 %v over %d partitions, want < %v", p50, partitions, limit)
 	}
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package sqlite
-
-const raceEnabled = false
