@@ -3,10 +3,10 @@
 package postgres
 
 import (
-	"os"
 	"testing"
 
 	"github.com/queen-go/queen/internal/store/storetest"
+	"github.com/queen-go/queen/internal/testenv"
 )
 
 // TestBoundedQueueDelete deletes a queue of 1,000,000 messages while another
@@ -14,7 +14,7 @@ import (
 // is a latency test, so it is built without the race detector (CI runs it in
 // its latency step).
 func TestBoundedQueueDelete(t *testing.T) {
-	if os.Getenv("QUEEN_LATENCY_TESTS") == "" {
+	if !testenv.LatencyRun() {
 		t.Skip("a latency test that fills a queue of 1,000,000 messages: set QUEEN_LATENCY_TESTS=1 " +
 			"and run it alone (CI does, in its latency step)")
 	}

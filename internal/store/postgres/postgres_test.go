@@ -12,6 +12,7 @@ import (
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/postgres/pgtest"
 	"github.com/queen-go/queen/internal/store/storetest"
+	"github.com/queen-go/queen/internal/testenv"
 )
 
 // testURL returns the test database URL or skips the test.
@@ -169,7 +170,7 @@ waitReady:
 			t.Fatalf("woken with %+v, want %+v", q, want)
 		}
 		t.Logf("push → wake through another store: %v", elapsed)
-		if latencyBounds() && elapsed > 50*time.Millisecond {
+		if testenv.LatencyRun() && elapsed > 50*time.Millisecond {
 			t.Errorf("wake-up took %v, want < 50ms", elapsed)
 		}
 	case <-time.After(time.Second):
@@ -244,7 +245,7 @@ func TestPopLatency10kPartitions(t *testing.T) {
 	}
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
 	t.Logf("pop with 10,000 partitions: p50 %v, p99 %v over %d pops", p50, p99, pops)
-	if latencyBounds() && p50 > 5*time.Millisecond {
+	if testenv.LatencyRun() && p50 > 5*time.Millisecond {
 		t.Errorf("pop p50 %v, want < 5ms", p50)
 	}
 }

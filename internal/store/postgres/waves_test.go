@@ -4,10 +4,10 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/queen-go/queen/internal/apitest"
+	"github.com/queen-go/queen/internal/testenv"
 )
 
 // TestRetentionWaves is the embedded engine's test of the same name on
@@ -20,7 +20,7 @@ import (
 // transaction can still reach it, so the indexes hold two waves' pages
 // before the first ones come back; the heap, emptied, is truncated.)
 func TestRetentionWaves(t *testing.T) {
-	if os.Getenv("QUEEN_LATENCY_TESTS") == "" {
+	if !testenv.LatencyRun() {
 		t.Skip("a long test (200,000 messages through HTTP): set QUEEN_LATENCY_TESTS=1 and run it alone " +
 			"(CI does, in its latency step)")
 	}

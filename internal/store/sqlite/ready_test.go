@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/testenv"
 )
 
 func openTest(t *testing.T, dir string) *Store {
@@ -121,7 +122,7 @@ func TestPopCostWithManyPartitions(t *testing.T) {
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 	t.Logf("pop over %d partitions: p50 %v, p99 %v (%d pops)", partitions, p50, p99, len(lat))
 	limit := 5 * time.Millisecond
-	if latencyBounds() && p50 > limit {
+	if testenv.LatencyRun() && p50 > limit {
 		t.Errorf("pop p50 %v over %d partitions, want < %v", p50, partitions, limit)
 	}
 }

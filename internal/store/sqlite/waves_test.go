@@ -10,6 +10,7 @@ import (
 
 	"github.com/queen-go/queen/internal/apitest"
 	"github.com/queen-go/queen/internal/store/sqlite"
+	"github.com/queen-go/queen/internal/testenv"
 )
 
 // TestRetentionWaves takes 200,000 messages through push, pop and ack in
@@ -18,7 +19,7 @@ import (
 // the first wave (freed pages are reused). A long test, built without the
 // race detector and run in CI's latency step.
 func TestRetentionWaves(t *testing.T) {
-	if os.Getenv("QUEEN_LATENCY_TESTS") == "" {
+	if !testenv.LatencyRun() {
 		t.Skip("a long test (200,000 messages through HTTP): set QUEEN_LATENCY_TESTS=1 and run it alone " +
 			"(CI does, in its latency step)")
 	}
