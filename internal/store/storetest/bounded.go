@@ -12,9 +12,22 @@ import (
 	"github.com/queen-go/queen/internal/store/purge"
 )
 
-// BoundedDeleteLimit is the longest any push, pop or ack of another queue may
-// wait while a huge queue is deleted and purged.
+// BoundedDeleteLimit is the longest a push, pop or ack of another queue may
+// wait while a huge queue is deleted and purged, but for isolated stalls
+// (see isolatedStalls).
 const BoundedDeleteLimit = 100 * time.Millisecond
+
+// isolatedStalls bounds the requests that may wait past the limit, and how
+// long. A delete that holds locks too long makes every request that meets
+// one of its long steps wait: many slow requests, over and over. A shared
+// virtual disk also stalls now and then on its own (a checkpoint's fsync:
+// one push of 150 ms in three minutes of 800,000 pushed messages), which
+// the few seconds of the baseline rarely catch. So: at most one request in
+// stallRatio past the limit, and none past stallMax × the limit.
+const (
+	stallRatio = 10_000
+	stallMax   = 3
+)
 
 // baselineFor is how long the traffic runs before the delete, to measure
 // what the machine makes a request wait anyway.
@@ -25,7 +38,8 @@ const baselineFor = 5 * time.Second
 // is pushed to, popped and acked without pause. The same traffic runs for a
 // few seconds before the delete, so that a machine too busy to keep any
 // request under the limit is told apart from a delete that stalls them.
-// No push, pop or ack may wait longer than BoundedDeleteLimit meanwhile. It
+// No push, pop or ack may wait longer than BoundedDeleteLimit meanwhile, but
+// for isolated stalls. It
 // is a latency test: drivers run it without the race detector, on a store of
 // their own.
 func RunBoundedDelete(t *testing.T, s store.Store, n int) {
@@ -79,14 +93,24 @@ func RunBoundedDelete(t *testing.T, s store.Store, n int) {
 type traffic struct {
 	worstPush, worstPop, worstAck atomic.Int64
 	pushed, popped                atomic.Int64
+	requests                      atomic.Int64
 	stopCh                        chan struct{}
 	wg                            sync.WaitGroup
+
+	mu   sync.Mutex
+	slow []time.Duration // waits longer than half of BoundedDeleteLimit
 }
 
 func startTraffic(t *testing.T, s store.Store) *traffic {
 	ctx := context.Background()
 	tr := &traffic{stopCh: make(chan struct{})}
 	record := func(worst *atomic.Int64, d time.Duration) {
+		tr.requests.Add(1)
+		if d > BoundedDeleteLimit/2 {
+			tr.mu.Lock()
+			tr.slow = append(tr.slow, d)
+			tr.mu.Unlock()
+		}
 		for {
 			w := worst.Load()
 			if int64(d) <= w || worst.CompareAndSwap(w, int64(d)) {
@@ -153,6 +177,10 @@ func startTraffic(t *testing.T, s store.Store) *traffic {
 
 // reset returns the worst wait so far and starts counting afresh.
 func (tr *traffic) reset() int64 {
+	tr.mu.Lock()
+	tr.slow = nil
+	tr.mu.Unlock()
+	tr.requests.Store(0)
 	return max(tr.worstPush.Swap(0), tr.worstPop.Swap(0), tr.worstAck.Swap(0))
 }
 
@@ -162,12 +190,14 @@ func (tr *traffic) stop() {
 }
 
 func (tr *traffic) String() string {
-	return fmt.Sprintf("%d pushed, %d popped; worst wait: push %v, pop %v, ack %v", tr.pushed.Load(), tr.popped.Load(),
-		time.Duration(tr.worstPush.Load()), time.Duration(tr.worstPop.Load()), time.Duration(tr.worstAck.Load()))
+	return fmt.Sprintf("%d pushed, %d popped in %d requests; worst wait: push %v, pop %v, ack %v", tr.pushed.Load(),
+		tr.popped.Load(), tr.requests.Load(), time.Duration(tr.worstPush.Load()), time.Duration(tr.worstPop.Load()),
+		time.Duration(tr.worstAck.Load()))
 }
 
-// check fails the test if a request waited longer than BoundedDeleteLimit
-// during what (or twice the baseline, on a machine noisy without it).
+// check fails the test if requests waited longer than BoundedDeleteLimit
+// during what (or twice the baseline, on a machine noisy without it), more
+// than isolated stalls explain.
 func (tr *traffic) check(t *testing.T, what string, baseline int64) {
 	// On a machine that already makes a request wait over half the limit
 	// without any delete, the limit would measure the neighbours: then the
@@ -177,9 +207,25 @@ func (tr *traffic) check(t *testing.T, what string, baseline int64) {
 		t.Logf("this machine is noisy (worst wait %v without %s): allowing %v", time.Duration(baseline), what, allowed)
 		limit = allowed
 	}
+	tr.mu.Lock()
+	var over []time.Duration
+	for _, d := range tr.slow {
+		if d > limit {
+			over = append(over, d)
+		}
+	}
+	tr.mu.Unlock()
+	requests := tr.requests.Load()
+	if len(over) > 0 {
+		t.Logf("%d of %d requests waited longer than %v during %s: %v", len(over), requests, limit, what, over)
+	}
+	if allowed := requests / stallRatio; int64(len(over)) > allowed {
+		t.Errorf("%d of %d requests of another queue waited longer than %v during %s (%v), want at most %d "+
+			"(one in %d)", len(over), requests, limit, what, over, allowed, stallRatio)
+	}
 	for kind, worst := range map[string]*atomic.Int64{"push": &tr.worstPush, "pop": &tr.worstPop, "ack": &tr.worstAck} {
-		if d := time.Duration(worst.Load()); d > limit {
-			t.Errorf("a %s of another queue waited %v during %s, want < %v", kind, d, what, limit)
+		if d := time.Duration(worst.Load()); d > stallMax*limit {
+			t.Errorf("a %s of another queue waited %v during %s, want < %v", kind, d, what, stallMax*limit)
 		}
 	}
 	if tr.pushed.Load() == 0 || tr.popped.Load() == 0 {

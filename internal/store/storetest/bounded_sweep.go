@@ -13,8 +13,8 @@ import (
 // retention delete them all as the broker's retention service does (package
 // sweep, in steps of at most 1000 rows, RETENTION_BATCH_SIZE's default)
 // while another queue is pushed to, popped and acked without pause. No push,
-// pop or ack may wait longer than BoundedDeleteLimit meanwhile (see
-// RunBoundedDelete for the baseline). It logs how fast the sweep deleted. It
+// pop or ack may wait longer than BoundedDeleteLimit meanwhile, but for
+// isolated stalls (see RunBoundedDelete for the baseline). It logs how fast the sweep deleted. It
 // is a latency test: drivers run it without the race detector, on a store of
 // their own.
 func RunBoundedSweep(t *testing.T, s store.Store, n int) {
