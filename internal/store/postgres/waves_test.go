@@ -14,11 +14,14 @@ import (
 // PostgreSQL: 200,000 messages through push, pop and ack in waves, deleted by
 // retention. After each wave the test runs VACUUM (what autovacuum does, on
 // time), and the tables and indexes retention deletes from must not grow by
-// more than 20 % past their size after the second wave: the space deleted
+// more than 20 % past their size after the third wave: the space deleted
 // rows leave, in the heap and in the hot indexes, is reused. (Not the first:
 // VACUUM frees an index page it empties only at its next run, once no
 // transaction can still reach it, so the indexes hold two waves' pages
-// before the first ones come back; the heap, emptied, is truncated.)
+// before the first ones come back; the heap, emptied, is truncated. Usually
+// the size is flat from the second wave on, but a VACUUM that ran while a
+// page could still be reached leaves it for a wave more: 3.4, 3.9, then
+// 6.4 MB flat to the tenth wave, in one CI run.)
 func TestRetentionWaves(t *testing.T) {
 	if !testenv.LatencyRun() {
 		t.Skip("a long test (200,000 messages through HTTP): set QUEEN_LATENCY_TESTS=1 and run it alone " +
@@ -28,7 +31,7 @@ func TestRetentionWaves(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
 	apitest.RunRetentionWaves(t, s, apitest.Waves{
-		Messages: 200_000, Waves: 10, Baseline: 2,
+		Messages: 200_000, Waves: 10, Baseline: 3,
 		Count: func(t testing.TB) int64 {
 			var n int64
 			if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
