@@ -14,9 +14,9 @@ import (
 // sweep, in steps of at most 1000 rows, RETENTION_BATCH_SIZE's default)
 // while another queue is pushed to, popped and acked without pause. No push,
 // pop or ack may wait longer than BoundedDeleteLimit meanwhile, but for
-// isolated stalls (see RunBoundedDelete for the baseline). It logs how fast the sweep deleted. It
-// is a latency test: drivers run it without the race detector, on a store of
-// their own.
+// isolated stalls (see RunBoundedDelete for the baseline). It logs how fast
+// the sweep deleted. It is a latency test: drivers run it without the race
+// detector, on a store of their own.
 func RunBoundedSweep(t *testing.T, s store.Store, n int) {
 	ctx := context.Background()
 	Configure(t, s, "old", Options(func(o *store.QueueOptions) { o.RetentionEnabled, o.RetentionSeconds = true, 60 }))
