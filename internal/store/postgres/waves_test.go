@@ -23,10 +23,7 @@ import (
 // page could still be reached leaves it for a wave more: 3.4, 3.9, then
 // 6.4 MB flat to the tenth wave, in one CI run.)
 func TestRetentionWaves(t *testing.T) {
-	if !testenv.LatencyRun() {
-		t.Skip("a long test (200,000 messages through HTTP): set QUEEN_LATENCY_TESTS=1 and run it alone " +
-			"(CI does, in its latency step)")
-	}
+	testenv.SkipUnlessLatencyRun(t, "a long test (200,000 messages through HTTP)")
 	testURL(t)
 	s := newTestStore(t)
 	ctx := context.Background()

@@ -10,13 +10,10 @@ import (
 )
 
 // TestBoundedQueueDelete deletes a queue of 1,000,000 messages while another
-// queue is pushed to and popped; no push or pop may wait more than 100 ms. It
-// is a latency test, so it is built without the race detector (CI runs it in
-// its latency step).
+// queue is pushed to and popped; no push or pop may wait more than 100 ms,
+// but for isolated stalls. It is a latency test, so it is built without the
+// race detector (CI runs it in its latency step).
 func TestBoundedQueueDelete(t *testing.T) {
-	if !testenv.LatencyRun() {
-		t.Skip("a latency test that fills a queue of 1,000,000 messages: set QUEEN_LATENCY_TESTS=1 " +
-			"and run it alone (CI does, in its latency step)")
-	}
+	testenv.SkipUnlessLatencyRun(t, "a latency test that fills a queue of 1,000,000 messages")
 	storetest.RunBoundedDelete(t, openTB(t), 1_000_000)
 }

@@ -19,10 +19,7 @@ import (
 // the first wave (freed pages are reused). A long test, built without the
 // race detector and run in CI's latency step.
 func TestRetentionWaves(t *testing.T) {
-	if !testenv.LatencyRun() {
-		t.Skip("a long test (200,000 messages through HTTP): set QUEEN_LATENCY_TESTS=1 and run it alone " +
-			"(CI does, in its latency step)")
-	}
+	testenv.SkipUnlessLatencyRun(t, "a long test (200,000 messages through HTTP)")
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir})
 	if err != nil {

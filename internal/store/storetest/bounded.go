@@ -97,7 +97,7 @@ type traffic struct {
 	wg                            sync.WaitGroup
 
 	mu   sync.Mutex
-	slow []time.Duration // waits longer than half of BoundedDeleteLimit
+	slow []time.Duration // waits longer than BoundedDeleteLimit (check's limit is never lower)
 }
 
 func startTraffic(t *testing.T, s store.Store) *traffic {
@@ -105,7 +105,7 @@ func startTraffic(t *testing.T, s store.Store) *traffic {
 	tr := &traffic{stopCh: make(chan struct{})}
 	record := func(worst *atomic.Int64, d time.Duration) {
 		tr.requests.Add(1)
-		if d > BoundedDeleteLimit/2 {
+		if d > BoundedDeleteLimit {
 			tr.mu.Lock()
 			tr.slow = append(tr.slow, d)
 			tr.mu.Unlock()
