@@ -279,16 +279,19 @@ func (h *hub) wakeLocked(g *groupWaiters, n int, cause wakeCause) {
 	}
 }
 
-// sendLocked takes w off its list and gives it a token.
+// sendLocked takes w off its list and gives it a token. The wake-up is
+// counted before the token is given, so that whoever sees the poll woken
+// (its request's answer, a test) also sees it counted. Only the hub sends
+// on w.ch, under h.mu, so a free slot stays free until the send.
 func (h *hub) sendLocked(w *waiter, cause wakeCause) {
 	h.unparkLocked(w)
-	select {
-	case w.ch <- cause:
-		h.woken(cause)
-		if w.notify != nil {
-			w.notify()
-		}
-	default: // cannot happen: a parked waiter holds no token
+	if len(w.ch) == cap(w.ch) {
+		return // cannot happen: a parked waiter holds no token
+	}
+	h.woken(cause)
+	w.ch <- cause
+	if w.notify != nil {
+		w.notify()
 	}
 }
 
