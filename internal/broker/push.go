@@ -114,16 +114,30 @@ type dedupKey struct{ queue, partition, txn string }
 func dedupe(items []store.PushItem) (unique []store.PushItem, winner []int) {
 	winner = make([]int, len(items))
 	seen := make(map[dedupKey]int, len(items))
-	unique = make([]store.PushItem, 0, len(items))
+	repeats := false
 	for i := range items {
 		k := dedupKey{items[i].Queue, items[i].Partition, items[i].TransactionID}
 		if w, ok := seen[k]; ok {
 			winner[i] = w
+			repeats = true
 			continue
 		}
-		seen[k] = len(unique)
-		winner[i] = len(unique)
-		unique = append(unique, items[i])
+		seen[k] = i
+		winner[i] = i
+	}
+	if !repeats {
+		return items, winner // the usual case: no copy
+	}
+	// Compact the winners; an item's winner comes before it, so its place
+	// in unique is known by then.
+	at := make([]int, len(items))
+	unique = make([]store.PushItem, 0, len(seen))
+	for i := range items {
+		if winner[i] == i {
+			at[i] = len(unique)
+			unique = append(unique, items[i])
+		}
+		winner[i] = at[winner[i]]
 	}
 	return unique, winner
 }

@@ -27,9 +27,17 @@ func badQuery(format string, args ...any) error {
 	return badRequest("bad query: " + fmt.Sprintf(format, args...))
 }
 
-// readBody reads the whole (already size-capped) request body.
+// presizeMax bounds the buffer readBody allocates up front from a
+// Content-Length, which the client chooses.
+const presizeMax = 1 << 20
+
+// readBody reads the whole (already size-capped) request body. With a
+// Content-Length it reads into a buffer of that size (plus one byte, to see
+// the end without growing it): io.ReadAll starts small and doubles, which
+// allocated about twice each push body (an eighth of the allocation of a
+// push at batch 100).
 func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(r.Body)
+	body, err := readAll(r.Body, r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -45,6 +53,28 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll with a first buffer of size+1 bytes when size is
+// known and not over presizeMax.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 || size > presizeMax {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // the body is longer than announced: grow as ReadAll does
+		}
+	}
 }
 
 // unmarshal parses body into v whatever the Content-Type said. A body that

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // TestDecodeErrors pins the 400 texts: JSON terms, the path of the field,
@@ -188,5 +190,24 @@ func TestDecodeDeepNesting(t *testing.T) {
 		if got := nestsWithin([]byte(tc.body), 2); got != tc.want {
 			t.Errorf("nestsWithin(%s, 2) = %v, want %v", tc.body, got, tc.want)
 		}
+	}
+}
+
+// TestReadAll: a body is read whole whatever its Content-Length said, and a
+// correct one is read into a single buffer of its size.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	for _, size := range []int64{-1, 0, 1, 999, 1000, 1001, 5000, presizeMax + 1} {
+		got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), size)
+		if err != nil || string(got) != body {
+			t.Errorf("size %d: read %d bytes, err %v; want the %d bytes", size, len(got), err, len(body))
+		}
+	}
+	got, _ := readAll(strings.NewReader(body), int64(len(body)))
+	if cap(got) != len(body)+1 {
+		t.Errorf("cap %d for a body of %d announced, want %d", cap(got), len(body), len(body)+1)
+	}
+	if _, err := readAll(iotest.ErrReader(errors.New("boom")), 10); err == nil {
+		t.Error("a failed read was not reported")
 	}
 }
