@@ -111,6 +111,7 @@ type dedupKey struct{ queue, partition, txn string }
 
 // dedupe returns the items that are first of their (queue, partition,
 // transactionId), and for every input item the index of its winner there.
+// Without repeats (the usual case) unique is items itself, not a copy.
 func dedupe(items []store.PushItem) (unique []store.PushItem, winner []int) {
 	winner = make([]int, len(items))
 	seen := make(map[dedupKey]int, len(items))
