@@ -26,9 +26,7 @@ skipped: the latency tests TestBoundedQueueDelete and TestBoundedRetention (a qu
 or swept by retention, under load; minutes, and meaningful only when nothing else runs) and the long test
 TestRetentionWaves (200,000 messages through retention, disk space checked); the timing bounds of the wake-up and
 pop-latency tests, which ran above as behaviour checks only. CI runs them alone; to run them:
-    QUEEN_LATENCY_TESTS=1 go test -p 1 \
-        -run 'TestBounded|TestRetentionWaves|TestPopCost|TestPopLatency|TestListen$|TestPushOnOneBrokerWakes' \
-        ./internal/store/sqlite ./internal/store/postgres ./internal/e2e
+    bash scripts/latency.sh
 NOTE
 fi
 exit $status

@@ -56,6 +56,9 @@ func TestDedupe(t *testing.T) {
 			if !slices.Equal(ids, tc.wantUnique) || !slices.Equal(winner, tc.wantWinner) {
 				t.Errorf("dedupe = %v, %v; want %v, %v", ids, winner, tc.wantUnique, tc.wantWinner)
 			}
+			if len(unique) == len(tc.items) && len(unique) > 0 && &unique[0] != &tc.items[0] {
+				t.Error("a batch without repeats was copied")
+			}
 		})
 	}
 }
