@@ -7,7 +7,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,19 +15,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
 )
-
-// InvalidError is a request the broker refuses because of its content; the
-// HTTP layer answers it with 400 and the message.
-type InvalidError struct {
-	Msg string
-}
-
-func (e *InvalidError) Error() string { return e.Msg }
 
 // Caller is who a request acts for. The HTTP layer fills it from the
 // request (the auth layer, once enabled, from the token); the zero Caller is
@@ -217,6 +209,8 @@ func newID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
+// invalidf is a request the broker refuses because of its content (HTTP
+// 400).
 func invalidf(format string, args ...any) error {
-	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+	return api.ErrBadRequest.Withf(format, args...)
 }

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/auth"
 )
 
@@ -16,14 +18,15 @@ const (
 	tenantHeader        = "X-Queen-Tenant"
 )
 
-// The answers of access control besides auth's 401s.
-var (
-	errForbidden         = &httpError{status: http.StatusForbidden, msg: "Insufficient permissions"}
-	errTenantMismatch    = &httpError{status: http.StatusForbidden, msg: "tenant mismatch"}
-	errTenantClaim       = &httpError{status: http.StatusForbidden, msg: "invalid tenant claim (must be a UUID)"}
-	errTenantRequired    = &httpError{status: http.StatusBadRequest, msg: "tenant required"}
-	errTenantHeaderValue = &httpError{status: http.StatusBadRequest, msg: "invalid x-queen-tenant header (must be a UUID)"}
-)
+// denied is the 401 of a token auth refuses: one of Queen's fixed texts,
+// with what failed kept for the log.
+func denied(err error) error {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return api.ErrUnauthorized.With(ae.Message()).WithCause(err)
+	}
+	return err
+}
 
 // admit decides whether the request may reach rt and who it acts for, in
 // the contract's order: authentication off, a path in JWT_SKIP_PATHS or a
@@ -31,19 +34,19 @@ var (
 // invalid token is a 401 and a token without a role of the route's level a
 // 403. A tenant-scoped route then resolves the tenant. What it learns goes
 // into e.caller, which caller(r) returns to handlers.
-func (a *api) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
+func (a *adapter) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
 	var id auth.Identity
 	if a.auth != nil && rt.Access != AccessPublic && !a.auth.Skips(r.URL.Path) {
 		token := bearer(r)
 		if token == "" {
-			return auth.ErrMissing
+			return denied(auth.ErrMissing)
 		}
 		var err error
 		if id, err = a.auth.Verify(r.Context(), token); err != nil {
-			return err
+			return denied(err)
 		}
 		if !rt.Access.admits(id.Roles) {
-			return errForbidden
+			return api.ErrForbidden
 		}
 		e.caller.Subject = id.Subject
 	}
@@ -77,13 +80,13 @@ func bearer(r *http.Request) string {
 // tenancy off the answer is "" (the default tenant). With it on: the
 // token's tenant, else the header's, else 400; a token and a header that
 // name different tenants are a 403.
-func (a *api) tenant(r *http.Request, id *auth.Identity) (string, error) {
+func (a *adapter) tenant(r *http.Request, id *auth.Identity) (string, error) {
 	var header string
 	if v := r.Header[tenantHeader]; len(v) > 0 {
 		if s := strings.TrimSpace(v[0]); s != "" {
 			u, err := uuid.Parse(s)
 			if err != nil {
-				return "", errTenantHeaderValue
+				return "", api.ErrTenantHeader
 			}
 			header = u.String()
 		}
@@ -93,13 +96,13 @@ func (a *api) tenant(r *http.Request, id *auth.Identity) (string, error) {
 	}
 	switch {
 	case id.TenantInvalid:
-		return "", errTenantClaim
+		return "", api.ErrTenantClaim
 	case id.Tenant != "" && header != "" && id.Tenant != header:
-		return "", errTenantMismatch
+		return "", api.ErrTenantMismatch
 	case id.Tenant != "":
 		return id.Tenant, nil
 	case header != "":
 		return header, nil
 	}
-	return "", errTenantRequired
+	return "", api.ErrTenantRequired
 }

@@ -2,11 +2,15 @@
 // request decoding, response shapes and the one mapping from errors to
 // statuses. It holds no SQL and no message-plane rules.
 //
-// Every route is one row of the table in routes.go: method, pattern, a stable
-// name (the label of its metrics and access-log lines), its access level and
-// a handler. A handler decodes, calls the broker and writes its answer, or
-// returns an error and writes nothing; the adapter in serve.go turns every
-// returned error into a status and a body through errorStatus.
+// Every route is one row of the table (RouteInfo in routes.go): method,
+// pattern, a stable name (the label of its metrics and access-log lines),
+// its access level, and its group's gate and error envelope. Rows come in
+// route groups (group.go), each in its own file with the handlers and the
+// dependencies of its rows; other packages contribute groups through
+// Config.Groups. A handler decodes into the wire types of package api,
+// calls the broker and writes its answer, or returns an error and writes
+// nothing; the adapter in serve.go turns every returned error into an
+// *api.Error through errorStatus and writes it in the route's envelope.
 package httpapi
 
 import (
@@ -110,27 +114,30 @@ type Config struct {
 	RateLimit *ratelimit.Limiter
 	// Timers serves the timer routes; nil answers them 403.
 	Timers *timers.Timers
+
+	// Groups are route groups of other packages, served after the API's
+	// own (see Group).
+	Groups []Group
 }
 
-type api struct {
+// adapter is the state the adapter serves every route with: admission,
+// limits, metrics, parking. The routes themselves and what they depend on
+// are the groups'.
+type adapter struct {
 	auth         *auth.Verifier // nil: authentication off
-	broker       *broker.Broker
-	control      *control.Control
-	cors         *cors // nil: CORS off
-	ephemeral    *ephemeral.Ephemeral
-	kv           *kv.KV
-	limiter      *ratelimit.Limiter
-	timers       *timers.Timers
+	cors         *cors          // nil: CORS off
 	exposed      func() bool
+	fallbacks    []FallbackGroup
 	idleTimeout  time.Duration
 	log          *slog.Logger
 	maxBody      int64
 	metrics      *metrics.Metrics
 	minRate      int64
+	openapi      []byte // the document /api/v1/openapi.json serves
 	parking      Parking
 	prom         http.Handler // the registry in the Prometheus text format
 	readTimeout  time.Duration
-	streams      *streams.Streams
+	table        []Route
 	tenancy      bool
 	version      string
 	writeTimeout time.Duration
@@ -138,30 +145,20 @@ type api struct {
 
 // New returns the HTTP handler of the whole API.
 func New(cfg Config) http.Handler {
-	return newAPI(cfg).router()
+	return newAdapter(cfg).router()
 }
 
-func newAPI(cfg Config) *api {
-	a := &api{
-		broker:  cfg.Broker,
-		control: cfg.Control,
-		log:     cfg.Logger,
-		maxBody: cfg.MaxBodyBytes,
-		metrics: cfg.Metrics,
-		streams: cfg.Streams,
-		tenancy: cfg.TenancyEnabled,
-		version: cfg.Version,
-		cors:    newCORS(cfg.CORSAllowOrigins),
-		exposed: cfg.Exposed,
-		parking: cfg.Parking,
-
-		idleTimeout: cfg.IdleTimeout,
-
-		ephemeral: cfg.Ephemeral,
-		kv:        cfg.KV,
-		limiter:   cfg.RateLimit,
-		timers:    cfg.Timers,
-
+func newAdapter(cfg Config) *adapter {
+	a := &adapter{
+		log:          cfg.Logger,
+		maxBody:      cfg.MaxBodyBytes,
+		metrics:      cfg.Metrics,
+		tenancy:      cfg.TenancyEnabled,
+		version:      cfg.Version,
+		cors:         newCORS(cfg.CORSAllowOrigins),
+		exposed:      cfg.Exposed,
+		parking:      cfg.Parking,
+		idleTimeout:  cfg.IdleTimeout,
 		minRate:      cmp.Or(cfg.BodyMinRate, DefaultBodyMinRate),
 		readTimeout:  cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
 		writeTimeout: cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
@@ -182,7 +179,46 @@ func newAPI(cfg Config) *api {
 		a.metrics = metrics.New(prometheus.NewRegistry())
 	}
 	a.prom = promhttp.HandlerFor(a.metrics.Gatherer(), promhttp.HandlerOpts{})
+	groups := append(a.groups(cfg), cfg.Groups...)
+	var fragments [][]byte
+	for _, g := range groups {
+		a.table = append(a.table, g.Routes()...)
+		if f, ok := g.(FallbackGroup); ok {
+			a.fallbacks = append(a.fallbacks, f)
+		}
+		if d, ok := g.(DocumentedGroup); ok {
+			fragments = append(fragments, d.OpenAPI())
+		}
+	}
+	a.openapi = openapiJSON
+	if len(fragments) > 0 {
+		a.openapi = mustMergeOpenAPI(openapiFS, fragments...)
+	}
 	return a
+}
+
+// groups are the API's own route groups, in table order, each given what
+// it depends on. A feature of this package adds its group (in its own
+// file, with its own OpenAPI fragment in openapi/) and one line here; a
+// feature of another package goes in Config.Groups instead.
+func (a *adapter) groups(cfg Config) []Group {
+	limit := bucket{cfg.RateLimit}
+	return []Group{
+		&operationRoutes{a: a, broker: cfg.Broker},
+		&messageRoutes{a: a, broker: cfg.Broker, kv: cfg.KV},
+		&queueRoutes{broker: cfg.Broker},
+		&resourceRoutes{control: cfg.Control},
+		&consumerGroupRoutes{control: cfg.Control},
+		&statusRoutes{control: cfg.Control},
+		&maintenanceRoutes{broker: cfg.Broker},
+		probeRoutes{},
+		&identityRoutes{a: a},
+		&messageControlRoutes{control: cfg.Control},
+		&streamRoutes{streams: cfg.Streams},
+		newKVRoutes(cfg.KV, limit, cfg.Broker),
+		newTimerRoutes(cfg.Timers, limit, cfg.Broker),
+		newEphemeralRoutes(a, cfg.Ephemeral, limit, cfg.Broker),
+	}
 }
 
 // caller is who the request acts for: the token's subject (stamped on pushed

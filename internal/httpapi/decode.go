@@ -15,6 +15,7 @@ import (
 
 	fastjson "github.com/segmentio/encoding/json"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -40,7 +41,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, err
+			return nil, bodyTooLarge(tooBig.Limit).WithCause(err)
 		}
 		if errors.Is(err, errSlowBody) {
 			return nil, err
@@ -155,186 +156,171 @@ func position(body []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-// pushItemJSON is one item of a push, as sent.
-type pushItemJSON struct {
-	Namespace     *string         `json:"namespace"`
-	Partition     *string         `json:"partition"`
-	Payload       json.RawMessage `json:"payload"`
-	Queue         *string         `json:"queue"`
-	Task          *string         `json:"task"`
-	TraceID       *string         `json:"traceId"`
-	TransactionID *string         `json:"transactionId"`
-}
-
-type pushBody struct {
-	Items *[]pushItemJSON `json:"items"`
-}
-
 // DecodePush parses a push body into store items (ids not yet minted).
 func DecodePush(body []byte) ([]store.PushItem, error) {
-	var b pushBody
+	var b api.PushRequest
 	if err := unmarshalHot(body, &b); err != nil {
 		return nil, err
 	}
 	if b.Items == nil {
 		return nil, missing("items")
 	}
-	return pushItems(*b.Items, "items")
+	return pushItems(body, b.Items, "items")
 }
 
-func pushItems(in []pushItemJSON, path string) ([]store.PushItem, error) {
+// pushItems checks and converts the push items at path of body.
+func pushItems(body []byte, in []api.PushItem, path string) ([]store.PushItem, error) {
 	items := make([]store.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
-		if state := presence(it.Queue); state != "" {
-			return nil, fieldError(elem(path, i), "queue", state, "")
+		if it.Queue == "" {
+			return nil, fieldError(elem(path, i), "queue", presence(body, elem(path, i), "queue"), "")
 		}
 		if len(it.Payload) == 0 {
 			return nil, fieldError(elem(path, i), "payload", "missing", "null is a valid payload")
 		}
-		if err := it.check(path, i); err != nil {
+		if err := checkPushItem(it, path, i); err != nil {
 			return nil, err
 		}
-		// Store payloads compact; most clients already send them so, and
-		// then this costs one scan and no copy.
-		payload := it.Payload
-		if bytes.ContainsAny(payload, " \t\r\n") {
-			var compact bytes.Buffer
-			if json.Compact(&compact, payload) == nil {
-				payload = compact.Bytes()
-			}
-		}
 		items[i] = store.PushItem{
-			Queue:         *it.Queue,
-			Partition:     deref(it.Partition),
-			Payload:       payload,
-			TraceID:       deref(it.TraceID),
-			TransactionID: deref(it.TransactionID),
-			Namespace:     deref(it.Namespace),
-			Task:          deref(it.Task),
+			Queue:         it.Queue,
+			Partition:     it.Partition,
+			Payload:       compactJSON(it.Payload),
+			TraceID:       it.TraceID,
+			TransactionID: it.TransactionID,
+			Namespace:     it.Namespace,
+			Task:          it.Task,
 		}
 	}
 	return items, nil
 }
 
-// check validates the item's names (the queue is known to be present).
-func (it *pushItemJSON) check(path string, i int) error {
+// checkPushItem validates the item's names (the queue is known to be
+// present).
+func checkPushItem(it *api.PushItem, path string, i int) error {
 	for _, f := range [...]struct {
 		key  string
-		v    *string
+		v    string
 		kind nameKind
 	}{
 		{"queue", it.Queue, kindName}, {"partition", it.Partition, kindName},
 		{"transactionId", it.TransactionID, kindName}, {"namespace", it.Namespace, kindName},
 		{"task", it.Task, kindName}, {"traceId", it.TraceID, kindID},
 	} {
-		if f.v == nil || *f.v == "" {
+		if f.v == "" {
 			continue
 		}
-		if err := checkBodyText(*f.v, f.kind, at(elem(path, i), f.key)); err != nil {
+		if err := checkBodyText(f.v, f.kind, at(elem(path, i), f.key)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ackJSON is one acknowledgement, as sent.
-type ackJSON struct {
-	ConsumerGroup *string `json:"consumerGroup"`
-	Error         *string `json:"error"`
-	LeaseID       *string `json:"leaseId"`
-	PartitionID   *string `json:"partitionId"`
-	Status        *string `json:"status"`
-	TransactionID *string `json:"transactionId"`
-}
-
-// ack checks the acknowledgement at element i of the array at list, or the
-// body itself when list is "".
-func (a *ackJSON) ack(list string, i int) (store.Ack, error) {
-	if state := presence(a.TransactionID); state != "" {
-		return store.Ack{}, fieldError(elem(list, i), "transactionId", state, "")
+// ack checks the acknowledgement at element i of the array at list of
+// body, or the body itself when list is "". explicit says whether an empty
+// status was sent as "" (a failure) rather than left out (completed).
+func ack(body []byte, a *api.Ack, list string, i int, explicit func() bool) (store.Ack, error) {
+	if a.TransactionID == "" {
+		return store.Ack{}, fieldError(elem(list, i), "transactionId", presence(body, elem(list, i), "transactionId"), "")
 	}
-	if state := presence(a.PartitionID); state != "" {
-		return store.Ack{}, fieldError(elem(list, i), "partitionId", state, "a transactionId is only unique within its partition")
+	if a.PartitionID == "" {
+		return store.Ack{}, fieldError(elem(list, i), "partitionId", presence(body, elem(list, i), "partitionId"),
+			"a transactionId is only unique within its partition")
 	}
 	for _, f := range [...]struct {
 		key  string
-		v    *string
+		v    string
 		kind nameKind
 	}{
 		{"transactionId", a.TransactionID, kindName}, {"partitionId", a.PartitionID, kindID},
 		{"leaseId", a.LeaseID, kindID}, {"consumerGroup", a.ConsumerGroup, kindName}, {"error", a.Error, kindText},
 	} {
-		if f.v == nil || *f.v == "" {
+		if f.v == "" {
 			continue
 		}
-		if err := checkBodyText(*f.v, f.kind, at(elem(list, i), f.key)); err != nil {
+		if err := checkBodyText(f.v, f.kind, at(elem(list, i), f.key)); err != nil {
 			return store.Ack{}, err
 		}
 	}
+	status := store.AckCompleted
+	if a.Status != "" || explicit() {
+		s := string(a.Status)
+		status = broker.NormalizeStatus(&s)
+	}
 	return store.Ack{
-		TransactionID: *a.TransactionID,
-		PartitionID:   *a.PartitionID,
-		LeaseID:       deref(a.LeaseID),
-		ConsumerGroup: deref(a.ConsumerGroup),
-		Error:         deref(a.Error),
-		Status:        broker.NormalizeStatus(a.Status),
+		TransactionID: a.TransactionID,
+		PartitionID:   a.PartitionID,
+		LeaseID:       a.LeaseID,
+		ConsumerGroup: a.ConsumerGroup,
+		Error:         a.Error,
+		Status:        status,
 	}, nil
 }
 
 // DecodeAck parses a single-ack body.
 func DecodeAck(body []byte) (store.Ack, error) {
-	var a ackJSON
+	var a api.Ack
 	if err := unmarshalHot(body, &a); err != nil {
 		return store.Ack{}, err
 	}
-	return a.ack("", 0)
-}
-
-type ackBatchBody struct {
-	Acknowledgments *[]ackJSON `json:"acknowledgments"`
-	ConsumerGroup   *string    `json:"consumerGroup"`
+	return ack(body, &a, "", 0, func() bool { return presence(body, "", "status") == "empty" })
 }
 
 // DecodeAckBatch parses an ack-batch body; a top-level consumerGroup
 // applies to every acknowledgement.
 func DecodeAckBatch(body []byte) ([]store.Ack, error) {
-	var b ackBatchBody
+	var b api.AckBatchRequest
 	if err := unmarshalHot(body, &b); err != nil {
 		return nil, err
 	}
 	if b.Acknowledgments == nil {
 		return nil, missing("acknowledgments")
 	}
-	if b.ConsumerGroup != nil && *b.ConsumerGroup != "" {
-		if err := checkBodyText(*b.ConsumerGroup, kindName, at("", "consumerGroup")); err != nil {
+	if b.ConsumerGroup != "" {
+		if err := checkBodyText(b.ConsumerGroup, kindName, at("", "consumerGroup")); err != nil {
 			return nil, err
 		}
 	}
-	acks := make([]store.Ack, len(*b.Acknowledgments))
-	for i := range *b.Acknowledgments {
-		a, err := (*b.Acknowledgments)[i].ack("acknowledgments", i)
+	explicit := emptyStatuses(body, "acknowledgments")
+	acks := make([]store.Ack, len(b.Acknowledgments))
+	for i := range b.Acknowledgments {
+		a, err := ack(body, &b.Acknowledgments[i], "acknowledgments", i, func() bool { return explicit(i) })
 		if err != nil {
 			return nil, err
 		}
-		if b.ConsumerGroup != nil && *b.ConsumerGroup != "" {
-			a.ConsumerGroup = *b.ConsumerGroup
+		if b.ConsumerGroup != "" {
+			a.ConsumerGroup = b.ConsumerGroup
 		}
 		acks[i] = a
 	}
 	return acks, nil
 }
 
-type txOpJSON struct {
-	ackJSON
-	kvOpJSON
-	Items *[]pushItemJSON `json:"items"`
-	Type  *string         `json:"type"`
-}
-
-type txBody struct {
-	Operations     *[]txOpJSON `json:"operations"`
-	RequiredLeases []string    `json:"requiredLeases"`
+// emptyStatuses returns a function that says whether element i of the
+// array at list sent its status as "" (a failure, where a status left out
+// completes). The first call looks, and only a body with an empty string
+// in it pays for the look.
+func emptyStatuses(body []byte, list string) func(i int) bool {
+	var empty []bool
+	looked := false
+	return func(i int) bool {
+		if !looked {
+			looked = true
+			if raw, ok := valueAt(body, list); ok && bytes.Contains(raw, []byte(`""`)) {
+				var shadow []struct {
+					Status *string `json:"status"`
+				}
+				if json.Unmarshal(raw, &shadow) == nil {
+					empty = make([]bool, len(shadow))
+					for j, e := range shadow {
+						empty[j] = e.Status != nil && *e.Status == ""
+					}
+				}
+			}
+		}
+		return i < len(empty) && empty[i]
+	}
 }
 
 // Transaction is a decoded transaction request.
@@ -345,14 +331,14 @@ type Transaction struct {
 
 // DecodeTransaction parses a transaction body.
 func DecodeTransaction(body []byte) (*Transaction, error) {
-	var b txBody
+	var b api.TransactionRequest
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
 	if b.Operations == nil {
 		return nil, missing("operations")
 	}
-	if len(*b.Operations) == 0 {
+	if len(b.Operations) == 0 {
 		return nil, badRequest("operations array cannot be empty")
 	}
 	for i, id := range b.RequiredLeases {
@@ -361,44 +347,39 @@ func DecodeTransaction(body []byte) (*Transaction, error) {
 		}
 	}
 	tx := &Transaction{RequiredLeases: b.RequiredLeases}
-	for i, op := range *b.Operations {
-		if op.Type == nil {
-			return nil, fieldError(elem("operations", i), "type", "missing", "")
+	explicit := emptyStatuses(body, "operations")
+	for i := range b.Operations {
+		op, path := &b.Operations[i], elem("operations", i)
+		if op.Type == "" && presence(body, path, "type") == "missing" {
+			return nil, fieldError(path, "type", "missing", "")
 		}
-		switch typ := *op.Type; typ {
-		case "push":
+		switch typ := op.Type; typ {
+		case api.OperationPush:
 			if op.Items == nil {
-				return nil, fieldError(elem("operations", i), "items", "missing", "a push operation carries an items array")
+				return nil, fieldError(path, "items", "missing", "a push operation carries an items array")
 			}
-			items, err := pushItems(*op.Items, elem("operations", i)+".items")
+			items, err := pushItems(body, op.Items, path+".items")
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Items: items})
-		case "ack":
-			a, err := op.ack("operations", i)
+		case api.OperationAck:
+			a, err := ack(body, &op.Ack, "operations", i, func() bool { return explicit(i) })
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{Ack: &a})
-		case "kv":
-			kv, err := txKVOp(&op.kvOpJSON, elem("operations", i))
+		case api.OperationKV:
+			kv, err := txKVOp(body, &op.KVOperation, path)
 			if err != nil {
 				return nil, err
 			}
 			tx.Ops = append(tx.Ops, broker.TxOperation{KV: &kv})
 		default:
-			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push, ack or kv", typ, elem("operations", i)))
+			return nil, badRequest(fmt.Sprintf("unsupported operation type %q at %s: expected push, ack or kv", typ, path))
 		}
 	}
 	return tx, nil
-}
-
-type configureBody struct {
-	Namespace *string             `json:"namespace"`
-	Options   *store.QueueOptions `json:"options"`
-	Queue     *string             `json:"queue"`
-	Task      *string             `json:"task"`
 }
 
 // Configure is a decoded configure request. Options start from the
@@ -414,17 +395,17 @@ type Configure struct {
 func DecodeConfigure(body []byte) (*Configure, error) {
 	// Options are decoded over the defaults, so an option left out is reset
 	// to its default; "options": null leaves them all at the defaults.
-	opts := store.DefaultQueueOptions()
-	b := configureBody{Options: &opts}
+	opts := wireOptions(store.DefaultQueueOptions())
+	b := api.ConfigureRequest{Options: &opts}
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
-	if state := presence(b.Queue); state != "" {
-		return nil, fieldError("", "queue", state, "")
+	if b.Queue == "" {
+		return nil, fieldError("", "queue", presence(body, "", "queue"), "")
 	}
-	for key, v := range map[string]*string{"queue": b.Queue, "namespace": b.Namespace, "task": b.Task} {
-		if v != nil && *v != "" {
-			if err := checkBodyText(*v, kindName, at("", key)); err != nil {
+	for key, v := range map[string]string{"queue": b.Queue, "namespace": b.Namespace, "task": b.Task} {
+		if v != "" {
+			if err := checkBodyText(v, kindName, at("", key)); err != nil {
 				return nil, err
 			}
 		}
@@ -435,7 +416,7 @@ func DecodeConfigure(body []byte) (*Configure, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
 	}
-	return &Configure{Queue: *b.Queue, Namespace: deref(b.Namespace), Task: deref(b.Task), Options: opts}, nil
+	return &Configure{Queue: b.Queue, Namespace: b.Namespace, Task: b.Task, Options: storeOptions(opts)}, nil
 }
 
 // DecodeExtend parses a lease-extend body; an empty body means defaults.
@@ -443,17 +424,14 @@ func DecodeExtend(body []byte) (int, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return 0, nil
 	}
-	var b struct {
-		Seconds *int `json:"seconds"`
-	}
+	var b api.LeaseExtendRequest
 	if err := unmarshal(body, &b); err != nil {
 		return 0, err
 	}
-	n := derefInt(b.Seconds)
-	if err := rangeExtend.check(func() string { return "bad body: seconds" }, n); err != nil {
+	if err := rangeExtend.check(func() string { return "bad body: seconds" }, b.Seconds); err != nil {
 		return 0, err
 	}
-	return n, nil
+	return b.Seconds, nil
 }
 
 // query reads typed message-plane query parameters: integers are base-10,
@@ -562,16 +540,19 @@ func missing(path string) error {
 	return badBody("%s is missing", path)
 }
 
-// presence is "" for a required string that holds one, else "missing"
-// (absent or null) or "empty".
-func presence(s *string) string {
-	switch {
-	case s == nil:
-		return "missing"
-	case *s == "":
-		return "empty"
+// presence says why the required field key of the object at path (an
+// elem path, "" for the body itself) decoded empty: "missing" when body
+// leaves it out or sends null, "empty" when it sends "". It decodes body
+// again, which only an answer of 400 (and an empty ack status) pays for.
+func presence(body []byte, path, key string) string {
+	raw, ok := valueAt(body, path)
+	if ok {
+		raw, ok = member(raw, key)
 	}
-	return ""
+	if !ok || string(raw) == "null" {
+		return "missing"
+	}
+	return "empty"
 }
 
 // fieldError is the error of the required field key of the object at path,
@@ -590,18 +571,4 @@ func elem(path string, i int) string {
 		return ""
 	}
 	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func derefInt(n *int) int {
-	if n == nil {
-		return 0
-	}
-	return *n
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/queen-go/queen/api"
+	"github.com/queen-go/queen/internal/store"
 )
 
 // TestDecodeErrors pins the 400 texts: JSON terms, the path of the field,
@@ -84,6 +87,14 @@ func TestDecodeErrors(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %s\n got %v\nwant %s", tc.name, tc.body, err, tc.want)
 		}
+	}
+}
+
+// TestWireDefaultsAreTheStoreDefaults: the defaults a client reads in
+// package api are those the broker resets an omitted option to.
+func TestWireDefaultsAreTheStoreDefaults(t *testing.T) {
+	if got := wireOptions(store.DefaultQueueOptions()); got != api.DefaultQueueOptions() {
+		t.Fatalf("store defaults %+v, api defaults %+v", got, api.DefaultQueueOptions())
 	}
 }
 

@@ -1,163 +1,159 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"math"
 	"net/http"
 	"time"
 
+	"github.com/queen-go/queen/api"
+	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/ephemeral"
 )
 
-// ephemeralRoutes serve ephemeral queues (rules in package ephemeral).
-func (a *api) ephemeralRoutes() []route {
-	return []route{
-		r(AccessReadWrite, "POST", "/api/v1/ephemeral", "ephemeral_create", a.gated(featureEphemeral, a.ephCreate)),
-		r(AccessRead, "GET", "/api/v1/ephemeral", "ephemeral_list", a.gated(featureEphemeral, a.ephList)),
-		r(AccessWriteOnly, "POST", "/api/v1/ephemeral/push", "ephemeral_push", a.gated(featureEphemeral, a.ephPush)),
-		r(AccessReadWrite, "GET", "/api/v1/ephemeral/{queue}/pop", "ephemeral_pop", a.gated(featureEphemeral, a.ephPop)),
-		r(AccessReadWrite, "POST", "/api/v1/ephemeral/{queue}/keepalive", "ephemeral_keepalive", a.gated(featureEphemeral, a.ephKeepalive)),
-		r(AccessReadWrite, "DELETE", "/api/v1/ephemeral/{queue}", "ephemeral_delete", a.gated(featureEphemeral, a.ephDelete)),
-	}
+// ephemeralRoutes serve ephemeral queues (rules in package ephemeral),
+// behind the ephemeral gate and the tenants' buckets.
+type ephemeralRoutes struct {
+	bucket
+	a         *adapter // the write timeout of long polls
+	ephemeral *ephemeral.Ephemeral
+	gate      *Gate
 }
 
-func (a *api) ephCreate(w http.ResponseWriter, r *http.Request) error {
+func newEphemeralRoutes(a *adapter, e *ephemeral.Ephemeral, b bucket, br *broker.Broker) *ephemeralRoutes {
+	return &ephemeralRoutes{bucket: b, a: a, ephemeral: e,
+		gate: featureGate("ephemeral", api.TextEphemeralDisabled, func() bool { return e != nil && e.Enabled() }, br)}
+}
+
+func (g *ephemeralRoutes) Routes() []Route {
+	return Behind(g.gate, nil,
+		row(AccessReadWrite, "POST", "/api/v1/ephemeral", "ephemeral_create", g.create),
+		row(AccessRead, "GET", "/api/v1/ephemeral", "ephemeral_list", g.list),
+		row(AccessWriteOnly, "POST", "/api/v1/ephemeral/push", "ephemeral_push", g.push),
+		row(AccessReadWrite, "GET", "/api/v1/ephemeral/{queue}/pop", "ephemeral_pop", g.pop),
+		row(AccessReadWrite, "POST", "/api/v1/ephemeral/{queue}/keepalive", "ephemeral_keepalive", g.keepalive),
+		row(AccessReadWrite, "DELETE", "/api/v1/ephemeral/{queue}", "ephemeral_delete", g.delete),
+	)
+}
+
+func (g *ephemeralRoutes) create(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	var in struct {
-		MaxMessages *int    `json:"maxMessages"`
-		Name        *string `json:"name"`
-		TTLSeconds  *int    `json:"ttlSeconds"`
-	}
+	var in api.EphemeralCreateRequest
 	if len(body) > 0 {
 		if err := unmarshal(body, &in); err != nil {
 			return err
 		}
 	}
-	ttl := time.Duration(derefInt(in.TTLSeconds)) * time.Second
-	if in.TTLSeconds != nil && *in.TTLSeconds <= 0 {
-		return badBody("ttlSeconds must be between 1 and %d", int(ephemeral.MaxTTL.Seconds()))
+	var ttl time.Duration
+	maxMessages := 0
+	if in.TTLSeconds != nil {
+		if *in.TTLSeconds <= 0 {
+			return badBody("ttlSeconds must be between 1 and %d", int(ephemeral.MaxTTL.Seconds()))
+		}
+		ttl = time.Duration(*in.TTLSeconds) * time.Second
 	}
-	if in.MaxMessages != nil && *in.MaxMessages <= 0 {
-		return badBody("maxMessages must be between 1 and %d", ephemeral.MaxMaxMessages)
+	if in.MaxMessages != nil {
+		if *in.MaxMessages <= 0 {
+			return badBody("maxMessages must be between 1 and %d", ephemeral.MaxMaxMessages)
+		}
+		maxMessages = *in.MaxMessages
 	}
-	if err := ephemeral.CheckCreate(deref(in.Name), ttl, derefInt(in.MaxMessages)); err != nil {
+	if err := ephemeral.CheckCreate(in.Name, ttl, maxMessages); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	q, err := a.ephemeral.Create(r.Context(), caller(r).Tenant, deref(in.Name), ttl, derefInt(in.MaxMessages))
+	q, err := g.ephemeral.Create(r.Context(), caller(r).Tenant, in.Name, ttl, maxMessages)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"queue": q.Name, "expiresAt": timestamp(q.ExpiresAt),
-		"ttlSeconds": int(q.TTL.Seconds()), "maxMessages": q.MaxMessages})
+	writeJSON(w, http.StatusCreated, api.EphemeralCreated{Queue: q.Name, ExpiresAt: api.TimeOf(q.ExpiresAt),
+		TTLSeconds: int(q.TTL.Seconds()), MaxMessages: q.MaxMessages})
 	return nil
 }
 
-func (a *api) ephList(w http.ResponseWriter, r *http.Request) error {
+func (g *ephemeralRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	limit, offset := q.int("limit", 100, intRange{1, 1000}), q.int("offset", 0, intRange{0, math.MaxInt32})
 	if q.err != nil {
 		return q.err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	res, err := a.ephemeral.List(r.Context(), caller(r).Tenant, limit, offset)
+	res, err := g.ephemeral.List(r.Context(), caller(r).Tenant, limit, offset)
 	if err != nil {
 		return err
 	}
-	type queueJSON struct {
-		Queue       string `json:"queue"`
-		CreatedAt   string `json:"createdAt"`
-		ExpiresAt   string `json:"expiresAt"`
-		Depth       int    `json:"depth"`
-		MaxMessages int    `json:"maxMessages"`
-		TTLSeconds  int    `json:"ttlSeconds"`
-	}
-	out := struct {
-		Queues     []queueJSON    `json:"queues"`
-		Pagination map[string]int `json:"pagination"`
-	}{Queues: make([]queueJSON, len(res.Queues)),
-		Pagination: map[string]int{"limit": limit, "offset": offset, "total": res.Total}}
-	for i, q := range res.Queues {
-		out.Queues[i] = queueJSON{Queue: q.Name, CreatedAt: timestamp(q.CreatedAt), ExpiresAt: timestamp(q.ExpiresAt),
-			Depth: q.Depth, MaxMessages: q.MaxMessages, TTLSeconds: int(q.TTL.Seconds())}
+	out := api.EphemeralList{Queues: make([]api.EphemeralQueue, len(res.Queues)),
+		Pagination: pagination(limit, offset, res.Total)}
+	for i, eq := range res.Queues {
+		out.Queues[i] = api.EphemeralQueue{Queue: eq.Name, CreatedAt: api.TimeOf(eq.CreatedAt),
+			ExpiresAt: api.TimeOf(eq.ExpiresAt), Depth: eq.Depth, MaxMessages: eq.MaxMessages,
+			TTLSeconds: int(eq.TTL.Seconds())}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// ephPush answers 201 with one verdict per item; an item of an unknown,
+// push answers 201 with one verdict per item; an item of an unknown,
 // expired or full queue is "failed", the others "queued".
-func (a *api) ephPush(w http.ResponseWriter, r *http.Request) error {
+func (g *ephemeralRoutes) push(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Items *[]struct {
-			Payload json.RawMessage `json:"payload"`
-			Queue   *string         `json:"queue"`
-		} `json:"items"`
-	}
+	var in api.EphemeralPushRequest
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
 	if in.Items == nil {
 		return missing("items")
 	}
-	if len(*in.Items) == 0 {
+	if len(in.Items) == 0 {
 		return badRequest("items array cannot be empty")
 	}
-	if len(*in.Items) > ephemeral.MaxBatch {
-		return &httpError{status: http.StatusRequestEntityTooLarge, msg: "too many items: the limit is 1000"}
+	if len(in.Items) > ephemeral.MaxBatch {
+		return api.ErrLimitExceeded.Withf("too many items: the limit is %d", ephemeral.MaxBatch)
 	}
-	items := make([]ephemeral.Item, len(*in.Items))
-	for i, it := range *in.Items {
-		if state := presence(it.Queue); state != "" {
-			return fieldError(elem("items", i), "queue", state, "")
+	items := make([]ephemeral.Item, len(in.Items))
+	for i, it := range in.Items {
+		if it.Queue == "" {
+			return fieldError(elem("items", i), "queue", presence(body, elem("items", i), "queue"), "")
 		}
 		if len(it.Payload) == 0 {
 			return fieldError(elem("items", i), "payload", "missing", "null is a valid payload")
 		}
-		if err := ephemeral.CheckName(*it.Queue); err != nil {
+		if err := ephemeral.CheckName(it.Queue); err != nil {
 			return err
 		}
-		items[i] = ephemeral.Item{Queue: *it.Queue, Payload: compactJSON(it.Payload)}
+		items[i] = ephemeral.Item{Queue: it.Queue, Payload: compactJSON(it.Payload)}
 	}
-	if err := a.take(r, len(items)); err != nil {
+	if err := g.take(r, len(items)); err != nil {
 		return err
 	}
-	res, err := a.ephemeral.Push(r.Context(), caller(r).Tenant, items)
+	res, err := g.ephemeral.Push(r.Context(), caller(r).Tenant, items)
 	if err != nil {
 		return err
 	}
-	type verdict struct {
-		Index     int     `json:"index"`
-		MessageID *string `json:"message_id"`
-		QueueName string  `json:"queueName"`
-		Status    string  `json:"status"`
-		Error     string  `json:"error,omitempty"`
-	}
-	out := make([]verdict, len(res))
+	out := make([]api.EphemeralVerdict, len(res))
 	for i, v := range res {
-		out[i] = verdict{Index: i, MessageID: nullable(v.MessageID), QueueName: items[i].Queue, Status: "queued", Error: v.Error}
+		out[i] = api.EphemeralVerdict{Index: i, MessageID: nullable(v.MessageID), QueueName: items[i].Queue,
+			Status: api.PushQueued, Error: v.Error}
 		if v.Error != "" {
-			out[i].Status = "failed"
+			out[i].Status = api.PushFailed
 		}
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
-// ephPop deletes and answers messages (at most once: delivered means
+// pop deletes and answers messages (at most once: delivered means
 // deleted); a bare 204 when there is none, after the long poll with wait.
-func (a *api) ephPop(w http.ResponseWriter, r *http.Request) error {
+func (g *ephemeralRoutes) pop(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	batch := q.int("batch", 1, intRange{1, ephemeral.MaxBatch})
 	wait := q.bool("wait")
@@ -168,14 +164,14 @@ func (a *api) ephPop(w http.ResponseWriter, r *http.Request) error {
 	if err := ephemeral.CheckName(r.PathValue("queue")); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
 	if wait {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + a.writeTimeout))
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + g.a.writeTimeout))
 	}
 	name := r.PathValue("queue")
-	msgs, err := a.ephemeral.Pop(r.Context(), caller(r).Tenant, name, batch, wait, timeout)
+	msgs, err := g.ephemeral.Pop(r.Context(), caller(r).Tenant, name, batch, wait, timeout)
 	if err != nil {
 		return entity(err)
 	}
@@ -183,48 +179,40 @@ func (a *api) ephPop(w http.ResponseWriter, r *http.Request) error {
 		noContent(w)
 		return nil
 	}
-	type msgJSON struct {
-		ID        string          `json:"id"`
-		Data      json.RawMessage `json:"data"`
-		CreatedAt string          `json:"createdAt"`
-	}
-	out := struct {
-		Queue    string    `json:"queue"`
-		Messages []msgJSON `json:"messages"`
-	}{Queue: name, Messages: make([]msgJSON, len(msgs))}
+	out := api.EphemeralPop{Queue: name, Messages: make([]api.EphemeralMessage, len(msgs))}
 	for i, m := range msgs {
-		out.Messages[i] = msgJSON{ID: m.ID, Data: m.Payload, CreatedAt: timestamp(m.CreatedAt)}
+		out.Messages[i] = api.EphemeralMessage{ID: m.ID, Data: m.Payload, CreatedAt: api.TimeOf(m.CreatedAt)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-func (a *api) ephKeepalive(w http.ResponseWriter, r *http.Request) error {
+func (g *ephemeralRoutes) keepalive(w http.ResponseWriter, r *http.Request) error {
 	if err := ephemeral.CheckName(r.PathValue("queue")); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	q, err := a.ephemeral.Keepalive(r.Context(), caller(r).Tenant, r.PathValue("queue"))
+	q, err := g.ephemeral.Keepalive(r.Context(), caller(r).Tenant, r.PathValue("queue"))
 	if err != nil {
 		return entity(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"queue": q.Name, "expiresAt": timestamp(q.ExpiresAt)})
+	writeJSON(w, http.StatusOK, api.EphemeralKeepalive{Queue: q.Name, ExpiresAt: api.TimeOf(q.ExpiresAt)})
 	return nil
 }
 
-func (a *api) ephDelete(w http.ResponseWriter, r *http.Request) error {
+func (g *ephemeralRoutes) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := ephemeral.CheckName(r.PathValue("queue")); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	deleted, err := a.ephemeral.Delete(r.Context(), caller(r).Tenant, r.PathValue("queue"))
+	deleted, err := g.ephemeral.Delete(r.Context(), caller(r).Tenant, r.PathValue("queue"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"deleted": deleted})
+	writeJSON(w, http.StatusOK, api.EphemeralDeleted{Deleted: deleted})
 	return nil
 }

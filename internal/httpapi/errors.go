@@ -3,147 +3,83 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
-	"github.com/queen-go/queen/internal/auth"
-	"github.com/queen-go/queen/internal/broker"
-	"github.com/queen-go/queen/internal/ephemeral"
-	"github.com/queen-go/queen/internal/kv"
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
-	"github.com/queen-go/queen/internal/timers"
 )
 
-// httpError is an error a handler answers with its own status and text:
-// decoding errors ("bad body: …", "bad query: …") and the documented
-// pre-flight texts.
-type httpError struct {
-	code       string // the body's "code" key, only on the no-such-route 404
-	msg        string
-	retryAfter int // seconds; > 0 sets Retry-After (429 and 503 of features.go)
-	status     int
+// Errors a client sees are *api.Error values: a code of the catalogue, its
+// status and the text. Handlers return them (badRequest, the features'
+// rules, the gates), the store's sentinels are mapped to them here, and
+// anything else is a 500 whose detail stays in the log.
+
+func badRequest(msg string) error { return api.ErrBadRequest.With(msg) }
+
+// bodyTooLarge is the 413 of a body over the cap.
+func bodyTooLarge(limit int64) *api.Error {
+	return api.ErrBodyTooLarge.Withf("request body too large: the limit is %d bytes (QUEEN_MAX_BODY_BYTES)", limit)
 }
 
-func (e *httpError) Error() string { return e.msg }
-
-func badRequest(msg string) error {
-	return &httpError{status: http.StatusBadRequest, msg: msg}
+// storeErrors maps the store's sentinel errors to what a client is told;
+// their own texts (and what wraps them: driver messages, addresses) go to
+// the log under the request id.
+var storeErrors = []struct {
+	err    error
+	answer *api.Error
+}{
+	{store.ErrTimerFired, api.ErrTimerFired},
+	{store.ErrEphemeralExists, api.ErrEphemeralExists},
+	{store.ErrInvalid, api.ErrValueRefused},
+	{store.ErrNotFound, api.ErrNotFound},
+	{store.ErrClosed, api.ErrShuttingDown},
+	{store.ErrUnavailable, api.ErrUnavailable},
 }
 
-// errNoSuchRoute is Queen's fallback answer for anything the table does not
-// match.
-var errNoSuchRoute = &httpError{status: http.StatusNotFound, msg: "Not Found", code: "no_such_route"}
-
-// preflightError marks an error of the transaction route: when it maps to
-// 400 it is answered in the transaction envelope instead of {"error": …}.
-type preflightError struct {
-	err error
-}
-
-func (e *preflightError) Error() string { return e.err.Error() }
-func (e *preflightError) Unwrap() error { return e.err }
-
-// The texts of errors whose detail stays in the log.
-const (
-	msgClosed      = "the broker is shutting down; try again shortly"
-	msgInvalid     = "the database refused a value of this request (a name or payload it cannot store)"
-	msgNotFound    = "not found"
-	msgUnavailable = "database unavailable; try again shortly"
-)
-
-// errorStatus is the one mapping from an error to the status and the text a
-// client sees. Only errors meant for the client carry their own text; for the
-// others the text is a fixed sentence and err's detail (driver messages,
-// addresses) goes to the log under the request id, which a 500 names.
-func errorStatus(err error, requestID string) (status int, msg string) {
-	var he *httpError
-	var invalid *broker.InvalidError
-	var tooBig *http.MaxBytesError
-	var denied *auth.Error
-	var conflict *store.KVConflictError
-	var kvLimit *kv.LimitError
-	var kvInvalid *kv.InvalidError
-	var timerInvalid *timers.InvalidError
-	var ephInvalid *ephemeral.InvalidError
-	switch {
-	case errors.As(err, &he):
-		return he.status, he.msg
-	case errors.As(err, &conflict):
-		return http.StatusConflict, conflict.Reason
-	case errors.As(err, &kvLimit):
-		return http.StatusRequestEntityTooLarge, kvLimit.Msg
-	case errors.As(err, &kvInvalid):
-		return http.StatusBadRequest, kvInvalid.Msg
-	case errors.As(err, &timerInvalid):
-		return http.StatusBadRequest, timerInvalid.Msg
-	case errors.As(err, &ephInvalid):
-		return http.StatusBadRequest, ephInvalid.Msg
-	case errors.Is(err, store.ErrTimerFired), errors.Is(err, store.ErrEphemeralExists):
-		return http.StatusConflict, err.Error()
-	case errors.As(err, &denied):
-		// One of Queen's fixed texts; what failed goes to the log.
-		return http.StatusUnauthorized, denied.Message()
-	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, fmt.Sprintf(
-			"request body too large: the limit is %d bytes (QUEEN_MAX_BODY_BYTES)", tooBig.Limit)
-	case errors.As(err, &invalid):
-		return http.StatusBadRequest, invalid.Msg
-	case errors.Is(err, store.ErrInvalid):
-		return http.StatusBadRequest, msgInvalid
-	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound, msgNotFound
-	case errors.Is(err, store.ErrClosed):
-		return http.StatusServiceUnavailable, msgClosed
-	case errors.Is(err, store.ErrUnavailable):
-		return http.StatusServiceUnavailable, msgUnavailable
+// errorStatus is the one mapping from an error to what a client sees: the
+// *api.Error the error is or wraps, else the answer to a store sentinel it
+// wraps, else a 500 naming the request id, under which the log has the
+// detail.
+func errorStatus(err error, requestID string) *api.Error {
+	var e *api.Error
+	if errors.As(err, &e) {
+		return e
 	}
-	return http.StatusInternalServerError, "internal error; the broker's log has the details under request id " + requestID
-}
-
-// errorJSON is the broker's error body.
-type errorJSON struct {
-	Error string `json:"error"`
-	Code  string `json:"code,omitempty"`
-}
-
-// writeError answers err: the one place that writes an error body.
-func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err error) {
-	ctx := r.Context()
-	id := RequestID(ctx)
-	status, msg := errorStatus(err, id)
-	if level, ok := errorLogLevel(ctx, status, msg); ok && a.log.Enabled(ctx, level) {
-		a.log.LogAttrs(ctx, level, "request failed", slog.String("method", r.Method),
-			slog.String("route", rt.Name), slog.Int("status", status), slog.String("requestId", id),
-			slog.Any("err", err))
-	}
-	var pf *preflightError
-	if status == http.StatusBadRequest && errors.As(err, &pf) {
-		writeJSON(w, status, txJSON{TransactionID: broker.NewTransactionID(), Error: &msg, Results: []txItemJSON{}})
-		return
-	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="queen"`)
-	}
-	if status == http.StatusRequestTimeout {
-		// The rest of a trickled body is not worth reading: drop the
-		// connection after the answer.
-		w.Header().Set("Connection", "close")
-	}
-	var conflict *store.KVConflictError
-	if errors.As(err, &conflict) {
-		writeJSON(w, status, kvConflictBody(conflict))
-		return
-	}
-	body := errorJSON{Error: msg}
-	var he *httpError
-	if errors.As(err, &he) {
-		body.Code = he.code
-		if he.retryAfter > 0 {
-			retryAfterHeader(w, he.retryAfter)
+	for _, s := range storeErrors {
+		if errors.Is(err, s.err) {
+			return s.answer
 		}
 	}
-	writeJSON(w, status, body)
+	return api.ErrInternal.With("internal error; the broker's log has the details under request id " + requestID)
+}
+
+// writeError answers err in env (nil: Queen's envelope): the one place that
+// writes an error.
+func (a *adapter) writeError(w http.ResponseWriter, r *http.Request, rt *Route, err error, env *Envelope) {
+	ctx := r.Context()
+	id := RequestID(ctx)
+	e := errorStatus(err, id)
+	if level, ok := errorLogLevel(ctx, e); ok && a.log.Enabled(ctx, level) {
+		a.log.LogAttrs(ctx, level, "request failed", slog.String("method", r.Method),
+			slog.String("route", rt.Name), slog.Int("status", e.Status), slog.String("requestId", id),
+			slog.Any("err", err))
+	}
+	switch h := w.Header(); {
+	case e.Status == http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Bearer realm="queen"`)
+	case e.Status == http.StatusRequestTimeout:
+		// The rest of a trickled body is not worth reading: drop the
+		// connection after the answer.
+		h.Set("Connection", "close")
+	case e.RetryAfter > 0:
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if env == nil {
+		env = QueenEnvelope
+	}
+	env.Write(w, e)
 }
 
 // errorLogLevel is the level an answered error is logged at; false when the
@@ -151,18 +87,24 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, rt route, err e
 // gone away and will not read it; a 503 is a warning; a value the database
 // refused is info; a 401 is debug (its fixed text hides what failed, the log
 // says it, and a scan of bad tokens must not flood the log).
-func errorLogLevel(ctx context.Context, status int, msg string) (slog.Level, bool) {
+func errorLogLevel(ctx context.Context, e *api.Error) (slog.Level, bool) {
 	switch {
-	case status == http.StatusUnauthorized:
+	case e.Status == http.StatusUnauthorized:
 		return slog.LevelDebug, true
-	case status == http.StatusInternalServerError && ctx.Err() != nil:
+	case e.Status == http.StatusInternalServerError && ctx.Err() != nil:
 		return slog.LevelDebug, true
-	case status == http.StatusInternalServerError:
+	case e.Status == http.StatusInternalServerError:
 		return slog.LevelError, true
-	case status == http.StatusServiceUnavailable:
+	case e.Status == http.StatusServiceUnavailable:
 		return slog.LevelWarn, true
-	case msg == msgInvalid:
+	case e.Code == api.CodeValueRefused:
 		return slog.LevelInfo, true
 	}
 	return 0, false
+}
+
+// WriteJSON writes v as the JSON body with status: how every route
+// answers, a group of another package's included.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	writeJSON(w, status, v)
 }

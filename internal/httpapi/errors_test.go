@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -31,21 +31,35 @@ func TestErrorStatus(t *testing.T) {
 	}{
 		{"bad body", badBody("items is missing"), 400, "bad body: items is missing"},
 		{"bad query", badQuery("wait: expected true or false"), 400, "bad query: wait: expected true or false"},
-		{"no such route", errNoSuchRoute, 404, "Not Found"},
-		{"broker refusal", &broker.InvalidError{Msg: "namespace or task is required"}, 400, "namespace or task is required"},
-		{"value the database refused", fmt.Errorf("sqlite: push: %w: %w", store.ErrInvalid, driverErr), 400, msgInvalid},
+		{"no such route", api.ErrNoSuchRoute, 404, "Not Found"},
+		{"broker refusal", fmt.Errorf("pop: %w", api.ErrBadRequest.With("namespace or task is required")), 400,
+			"namespace or task is required"},
+		{"value the database refused", fmt.Errorf("sqlite: push: %w: %w", store.ErrInvalid, driverErr), 400,
+			api.ErrValueRefused.Message},
 		{"not found", fmt.Errorf("postgres: lease: %w", store.ErrNotFound), 404, "not found"},
-		{"outage", fmt.Errorf("postgres: push: %w: %w", store.ErrUnavailable, driverErr), 503, msgUnavailable},
-		{"closed", store.ErrClosed, 503, msgClosed},
-		{"body over the cap", &http.MaxBytesError{Limit: 1024}, 413,
+		{"outage", fmt.Errorf("postgres: push: %w: %w", store.ErrUnavailable, driverErr), 503, api.ErrUnavailable.Message},
+		{"closed", store.ErrClosed, 503, api.ErrShuttingDown.Message},
+		{"timer fired", fmt.Errorf("cancel: %w", store.ErrTimerFired), 409, "timer already fired"},
+		{"body over the cap", bodyTooLarge(1024), 413,
 			"request body too large: the limit is 1024 bytes (QUEEN_MAX_BODY_BYTES)"},
-		{"wrapped in a transaction", &preflightError{badBody("operations is missing")}, 400, "bad body: operations is missing"},
 		{"anything else", driverErr, 500, "internal error; the broker's log has the details under request id r-9"},
 		{"client went away", context.Canceled, 500, "internal error; the broker's log has the details under request id r-9"},
 	} {
-		status, msg := errorStatus(tc.err, "r-9")
-		if status != tc.status || msg != tc.msg {
-			t.Errorf("%s: %d %q, want %d %q", tc.name, status, msg, tc.status, tc.msg)
+		e := errorStatus(tc.err, "r-9")
+		if e.Status != tc.status || e.Message != tc.msg {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, e.Status, e.Message, tc.status, tc.msg)
+		}
+	}
+}
+
+// TestErrorStatusMatchesOneType: every error a handler or a feature
+// returns for the client is an *api.Error of the catalogue, so the mapping
+// is by code, never by the type of the package that raised it.
+func TestErrorStatusMatchesOneType(t *testing.T) {
+	for _, row := range api.Catalogue() {
+		e := errorStatus(fmt.Errorf("wrapped: %w", row.With("x")), "r")
+		if e.Code != row.Code || e.Status != row.Status || e.Message != "x" {
+			t.Errorf("%s: mapped to %s %d %q", row.Code, e.Code, e.Status, e.Message)
 		}
 	}
 }
@@ -61,13 +75,17 @@ func TestErrorBodies(t *testing.T) {
 	}{
 		{"outage", "push", fmt.Errorf("%w: %w", store.ErrUnavailable, driverErr), "error"},
 		{"internal", "ack", driverErr, "error"},
-		{"no such route", noSuchRouteName, errNoSuchRoute, "code error"},
-		{"transaction pre-flight", "transaction", &preflightError{badBody("operations is missing")},
+		{"no such route", noSuchRouteName, api.ErrNoSuchRoute, "code error"},
+		{"transaction pre-flight", "transaction", badBody("operations is missing"),
 			"error results success transactionId"},
-		{"transaction outage", "transaction", &preflightError{fmt.Errorf("%w: %w", store.ErrUnavailable, driverErr)}, "error"},
+		{"transaction outage", "transaction", fmt.Errorf("%w: %w", store.ErrUnavailable, driverErr), "error"},
+		{"kv conflict", "kv", api.ErrKVConflict.WithCause(&store.KVConflictError{Index: 1, Reason: "expectation failed"}),
+			"current error index"},
+		{"kv outage", "kv", fmt.Errorf("%w: %w", store.ErrUnavailable, driverErr), "error"},
 	} {
 		log, records := recordLogs(slog.LevelDebug)
-		h := newAPI(Config{Logger: log}).serve(route{RouteInfo{Name: tc.route}, func(w http.ResponseWriter, r *http.Request) error {
+		env := map[string]*Envelope{"transaction": transactionEnvelope, "kv": kvEnvelope}[tc.route]
+		h := newAdapter(Config{Logger: log}).serve(Route{RouteInfo{Name: tc.route, Envelope: env}, func(w http.ResponseWriter, r *http.Request) error {
 			return tc.err
 		}})
 		rec := httptest.NewRecorder()

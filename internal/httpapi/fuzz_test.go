@@ -10,6 +10,7 @@ import (
 
 	fastjson "github.com/segmentio/encoding/json"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -100,7 +101,7 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // checkErr checks that a decoder's error is a 400 with a documented text.
 func checkErr(t *testing.T, body []byte, err error, allowPreflight bool) {
 	t.Helper()
-	var br *httpError
+	var br *api.Error
 	if !errors.As(err, &br) {
 		t.Fatalf("body %q: error %v (%T) is not a bad request", body, err, err)
 	}
@@ -184,8 +185,8 @@ func FuzzDecodePush(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &pushBody{})
-		checkAgrees[pushBody](t, body)
+		checkWalk(t, body, &api.PushRequest{})
+		checkAgrees[api.PushRequest](t, body)
 		items, err := DecodePush(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -203,8 +204,8 @@ func FuzzDecodeAck(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &ackJSON{})
-		checkAgrees[ackJSON](t, body)
+		checkWalk(t, body, &api.Ack{})
+		checkAgrees[api.Ack](t, body)
 		a, err := DecodeAck(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -219,8 +220,8 @@ func FuzzDecodeAckBatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &ackBatchBody{})
-		checkAgrees[ackBatchBody](t, body)
+		checkWalk(t, body, &api.AckBatchRequest{})
+		checkAgrees[api.AckBatchRequest](t, body)
 		acks, err := DecodeAckBatch(body)
 		if err != nil {
 			checkErr(t, body, err, false)
@@ -240,7 +241,7 @@ func FuzzDecodeTransaction(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &txBody{})
+		checkWalk(t, body, &api.TransactionRequest{})
 		tx, err := DecodeTransaction(body)
 		if err != nil {
 			checkErr(t, body, err, true)
@@ -269,8 +270,8 @@ func FuzzDecodeConfigure(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		opts := store.DefaultQueueOptions()
-		checkWalk(t, body, &configureBody{Options: &opts})
+		opts := wireOptions(store.DefaultQueueOptions())
+		checkWalk(t, body, &api.ConfigureRequest{Options: &opts})
 		c, err := DecodeConfigure(body)
 		if err != nil {
 			checkErr(t, body, err, false)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -12,26 +13,16 @@ import (
 // public so that they can answer the auth question themselves: /auth/me
 // returns 401 from its own handler, /auth/login says where logging in
 // happens, /auth/logout has nothing to clear (the broker keeps no session).
-func (a *api) identityRoutes() []route {
-	return []route{
-		r(AccessPublic, "GET", "/auth/me", "auth_me", a.authMe).processWide(),
-		r(AccessPublic, "GET", "/auth/login", "auth_login", a.authLogin).processWide(),
-		r(AccessPublic, "POST", "/auth/logout", "auth_logout", a.authLogout).processWide(),
-	}
+type identityRoutes struct {
+	a *adapter // the verifier, tenancy and the tenant rules
 }
 
-// meJSON is who the caller is.
-type meJSON struct {
-	Authenticated  bool     `json:"authenticated"`
-	AuthEnabled    bool     `json:"authEnabled"`
-	Method         string   `json:"method,omitempty"`
-	Sub            *string  `json:"sub"`
-	Username       *string  `json:"username"`
-	Role           string   `json:"role"`
-	Roles          []string `json:"roles"`
-	Levels         []string `json:"levels"`
-	TenancyEnabled bool     `json:"tenancyEnabled"`
-	Tenant         *string  `json:"tenant"`
+func (g *identityRoutes) Routes() []Route {
+	return []Route{
+		row(AccessPublic, "GET", "/auth/me", "auth_me", g.authMe).ProcessWide(),
+		row(AccessPublic, "GET", "/auth/login", "auth_login", g.authLogin).ProcessWide(),
+		row(AccessPublic, "POST", "/auth/logout", "auth_logout", authLogout).ProcessWide(),
+	}
 }
 
 // levels lists every access level in order.
@@ -41,17 +32,18 @@ var levels = [...]Access{AccessPublic, AccessRead, AccessWriteOnly, AccessReadWr
 // they satisfy and its tenant. With authentication on, a request without a
 // valid token is a 401 with the reason; with it off, everybody is an
 // anonymous admin.
-func (a *api) authMe(w http.ResponseWriter, r *http.Request) error {
-	out := meJSON{AuthEnabled: a.auth != nil, TenancyEnabled: a.tenancy}
+func (g *identityRoutes) authMe(w http.ResponseWriter, r *http.Request) error {
+	a := g.a
+	out := api.Me{AuthEnabled: a.auth != nil, TenancyEnabled: a.tenancy}
 	id := auth.Identity{Roles: auth.SetOf(RoleAdmin)}
 	if a.auth != nil {
 		token := bearer(r)
 		if token == "" {
-			return auth.ErrMissing
+			return denied(auth.ErrMissing)
 		}
 		var err error
 		if id, err = a.auth.Verify(r.Context(), token); err != nil {
-			return err
+			return denied(err)
 		}
 		out.Authenticated, out.Method = true, id.Method
 		out.Sub, out.Username = nullable(id.Subject), nullable(id.Username)
@@ -79,13 +71,6 @@ func (a *api) authMe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// loginJSON is /auth/login's answer to clients that do not ask for HTML.
-type loginJSON struct {
-	AuthEnabled bool   `json:"authEnabled"`
-	Login       string `json:"login"`
-	Message     string `json:"message"`
-}
-
 const (
 	loginExternal = "This broker verifies bearer tokens but has no login of its own. " +
 		"The dashboard's login goes through your identity provider or an authenticating proxy (queen-proxy), " +
@@ -95,9 +80,9 @@ const (
 
 // authLogin says where logging in happens: with a browser's Accept, as a
 // short page; otherwise as JSON. It never redirects.
-func (a *api) authLogin(w http.ResponseWriter, r *http.Request) error {
-	out := loginJSON{AuthEnabled: a.auth != nil, Login: "external", Message: loginExternal}
-	if a.auth == nil {
+func (g *identityRoutes) authLogin(w http.ResponseWriter, r *http.Request) error {
+	out := api.Login{AuthEnabled: g.a.auth != nil, Login: "external", Message: loginExternal}
+	if g.a.auth == nil {
 		out.Login, out.Message = "none", loginOff
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
@@ -118,7 +103,7 @@ func (a *api) authLogin(w http.ResponseWriter, r *http.Request) error {
 
 // authLogout answers 204: the broker keeps no session, so there is nothing
 // to clear; a proxy in front of it clears its own.
-func (a *api) authLogout(w http.ResponseWriter, r *http.Request) error {
+func authLogout(w http.ResponseWriter, r *http.Request) error {
 	noContent(w)
 	return nil
 }

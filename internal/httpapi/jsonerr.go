@@ -250,3 +250,68 @@ func valueKind(v string) string {
 	}
 	return "a JSON value"
 }
+
+// valueAt returns the JSON value at path of body: keys joined by dots and
+// array indices in brackets ("items[3].queue"; "" is the body itself), keys
+// matched as encoding/json matches field names (the last key that equals
+// it ignoring case wins). ok is false when there is no such value.
+func valueAt(body []byte, path string) (raw json.RawMessage, ok bool) {
+	raw = body
+	for path != "" {
+		var step string
+		step, path = cutStep(path)
+		if strings.HasPrefix(step, "[") {
+			i, err := strconv.Atoi(step[1 : len(step)-1])
+			var elems []json.RawMessage
+			if err != nil || json.Unmarshal(raw, &elems) != nil || i >= len(elems) {
+				return nil, false
+			}
+			raw = elems[i]
+			continue
+		}
+		if raw, ok = member(raw, step); !ok {
+			return nil, false
+		}
+	}
+	return raw, true
+}
+
+// cutStep splits the first step off a path: a key, or an index in
+// brackets.
+func cutStep(path string) (step, rest string) {
+	path = strings.TrimPrefix(path, ".")
+	if strings.HasPrefix(path, "[") {
+		end := strings.IndexByte(path, ']') + 1
+		return path[:end], path[end:]
+	}
+	if end := strings.IndexAny(path, ".["); end >= 0 {
+		return path[:end], path[end:]
+	}
+	return path, ""
+}
+
+// member returns the value of key in the JSON object raw, matched as
+// encoding/json matches a field name; ok is false when raw is not an
+// object or has no such key.
+func member(raw json.RawMessage, key string) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var found json.RawMessage
+	ok := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if k, _ := tok.(string); strings.EqualFold(k, key) {
+			found, ok = v, true
+		}
+	}
+	return found, ok
+}

@@ -1,58 +1,71 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/queen-go/queen/api"
+	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/store"
 )
 
-// kvRoutes serve key/value state (rules in package kv).
-func (a *api) kvRoutes() []route {
-	return []route{
-		r(AccessReadWrite, "POST", "/api/v1/kv", "kv_batch", a.gated(featureKV, a.kvBatch)),
-		r(AccessRead, "GET", "/api/v1/kv/{namespace}", "kv_list", a.gated(featureKV, a.kvList)),
-		r(AccessRead, "GET", "/api/v1/kv/{namespace}/{key}", "kv_get", a.gated(featureKV, a.kvGet)),
-		r(AccessReadWrite, "PUT", "/api/v1/kv/{namespace}/{key}", "kv_put", a.gated(featureKV, a.kvPut)),
-		r(AccessReadWrite, "DELETE", "/api/v1/kv/{namespace}/{key}", "kv_delete", a.gated(featureKV, a.kvDelete)),
+// kvRoutes serve key/value state (rules in package kv), behind the kv gate
+// and the tenants' buckets, with the conflict body as their envelope.
+type kvRoutes struct {
+	bucket
+	gate *Gate
+	kv   *kv.KV
+}
+
+func newKVRoutes(k *kv.KV, b bucket, br *broker.Broker) *kvRoutes {
+	return &kvRoutes{bucket: b, kv: k,
+		gate: featureGate("kv", api.TextKVDisabled, func() bool { return k != nil && k.Enabled() }, br)}
+}
+
+func (g *kvRoutes) Routes() []Route {
+	return Behind(g.gate, kvEnvelope,
+		row(AccessReadWrite, "POST", "/api/v1/kv", "kv_batch", g.kvBatch),
+		row(AccessRead, "GET", "/api/v1/kv/{namespace}", "kv_list", g.kvList),
+		row(AccessRead, "GET", "/api/v1/kv/{namespace}/{key}", "kv_get", g.kvGet),
+		row(AccessReadWrite, "PUT", "/api/v1/kv/{namespace}/{key}", "kv_put", g.kvPut),
+		row(AccessReadWrite, "DELETE", "/api/v1/kv/{namespace}/{key}", "kv_delete", g.kvDelete),
+	)
+}
+
+// kvEnvelope answers the 409 of a batch rolled back by one operation with
+// the operation's index and the key's current value (api.KVConflict); the
+// routes' other errors in Queen's envelope.
+var kvEnvelope = &Envelope{Name: "kv", Write: func(w http.ResponseWriter, e *api.Error) {
+	var ce *store.KVConflictError
+	if !errors.As(e, &ce) {
+		QueenEnvelope.Write(w, e)
+		return
 	}
-}
+	body := api.KVConflict{Error: e.Message, Index: ce.Index}
+	if ce.Current != nil {
+		body.Current = &api.KVCurrent{Version: ce.Current.Version, Value: ce.Current.Value}
+	}
+	writeJSON(w, e.Status, body)
+}}
 
-// kvExpectJSON is an expect condition as sent.
-type kvExpectJSON struct {
-	Exists  *bool           `json:"exists"`
-	Value   json.RawMessage `json:"value"`
-	Version *int64          `json:"version"`
-}
-
-// kvOpJSON is one operation as sent, in a batch or a transaction.
-type kvOpJSON struct {
-	By         *int64          `json:"by"`
-	Expect     *kvExpectJSON   `json:"expect"`
-	Key        *string         `json:"key"`
-	Namespace  *string         `json:"namespace"`
-	Op         *string         `json:"op"`
-	TTLSeconds *int64          `json:"ttlSeconds"`
-	Value      json.RawMessage `json:"value"`
-}
-
-// kvOp turns the operation at path into a store operation; the rules
-// (limits, names, expect on incr) are package kv's Check.
-func (o *kvOpJSON) kvOp(path string) (store.KVOp, error) {
+// kvOp checks and converts the operation at path of body (an elem path, ""
+// for the body itself); the rules (limits, names, expect on incr) are
+// package kv's Check.
+func kvOp(body []byte, o *api.KVOperation, path string) (store.KVOp, error) {
 	var op store.KVOp
-	if state := presence(o.Op); state != "" {
-		return op, fieldError(path, "op", state, "")
+	if o.Op == "" {
+		return op, fieldError(path, "op", presence(body, path, "op"), "")
 	}
-	op.Kind = store.KVOpKind(*o.Op)
-	op.Namespace, op.Key = deref(o.Namespace), deref(o.Key)
-	if o.Namespace == nil {
+	op.Kind = store.KVOpKind(o.Op)
+	op.Namespace, op.Key = o.Namespace, o.Key
+	if o.Namespace == "" && presence(body, path, "namespace") == "missing" {
 		return op, fieldError(path, "namespace", "missing", "")
 	}
-	if o.Key == nil {
+	if o.Key == "" && presence(body, path, "key") == "missing" {
 		return op, fieldError(path, "key", "missing", "")
 	}
 	switch op.Kind {
@@ -85,80 +98,38 @@ func (o *kvOpJSON) kvOp(path string) (store.KVOp, error) {
 	return op, nil
 }
 
-// kvResultJSON is the result of one operation of a batch.
-type kvResultJSON struct {
-	Index     int             `json:"index"`
-	Op        string          `json:"op"`
-	OK        bool            `json:"ok"`
-	Value     json.RawMessage `json:"value,omitempty"`
-	Version   *int64          `json:"version,omitempty"`
-	ExpiresAt *string         `json:"expiresAt,omitempty"`
-	Deleted   *bool           `json:"deleted,omitempty"`
-	Error     string          `json:"error,omitempty"`
-}
-
-func kvResult(i int, res store.KVResult) kvResultJSON {
-	j := kvResultJSON{Index: i, Op: string(res.Kind), OK: true}
+func kvResult(i int, res store.KVResult) api.KVResult {
+	j := api.KVResult{Index: i, Op: string(res.Kind), OK: true}
 	switch {
 	case res.Kind == store.KVOpDelete:
 		deleted := res.Found
 		j.Deleted = &deleted
 	case res.Entry != nil:
 		v := res.Entry.Version
-		j.Value, j.Version, j.ExpiresAt = res.Entry.Value, &v, tsOrNull(res.Entry.ExpiresAt)
+		j.Value, j.Version, j.ExpiresAt = res.Entry.Value, &v, timeOrNull(res.Entry.ExpiresAt)
 	default: // get of an absent key
-		j.OK, j.Error = false, "key not found"
+		j.OK, j.Error = false, api.TextKeyNotFound
 	}
 	return j
 }
 
-// kvEntryJSON is a key as read.
-type kvEntryJSON struct {
-	Namespace string          `json:"namespace"`
-	Key       string          `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	Version   int64           `json:"version"`
-	ExpiresAt *string         `json:"expiresAt"`
-	CreatedAt string          `json:"createdAt"`
-	UpdatedAt string          `json:"updatedAt"`
-}
-
-func kvEntry(e *store.KVEntry) kvEntryJSON {
-	return kvEntryJSON{Namespace: e.Namespace, Key: e.Key, Value: e.Value, Version: e.Version,
-		ExpiresAt: tsOrNull(e.ExpiresAt), CreatedAt: timestamp(e.CreatedAt), UpdatedAt: timestamp(e.UpdatedAt)}
-}
-
-// kvConflictBody is the 409 of a batch rolled back by operation Index.
-func kvConflictBody(e *store.KVConflictError) any {
-	type current struct {
-		Version int64           `json:"version"`
-		Value   json.RawMessage `json:"value"`
-	}
-	body := struct {
-		Error   string   `json:"error"`
-		Index   int      `json:"index"`
-		Current *current `json:"current"`
-	}{Error: e.Reason, Index: e.Index}
-	if e.Current != nil {
-		body.Current = &current{Version: e.Current.Version, Value: e.Current.Value}
-	}
-	return body
+func kvEntry(e *store.KVEntry) api.KVEntry {
+	return api.KVEntry{Namespace: e.Namespace, Key: e.Key, Value: e.Value, Version: e.Version,
+		ExpiresAt: timeOrNull(e.ExpiresAt), CreatedAt: api.TimeOf(e.CreatedAt), UpdatedAt: api.TimeOf(e.UpdatedAt)}
 }
 
 // DecodeKVBatch parses a POST /api/v1/kv body.
 func DecodeKVBatch(body []byte) ([]store.KVOp, error) {
-	var b struct {
-		Ops *[]kvOpJSON `json:"ops"`
-	}
+	var b api.KVBatchRequest
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
 	if b.Ops == nil {
 		return nil, missing("ops")
 	}
-	ops := make([]store.KVOp, len(*b.Ops))
-	for i := range *b.Ops {
-		op, err := (*b.Ops)[i].kvOp(elem("ops", i))
+	ops := make([]store.KVOp, len(b.Ops))
+	for i := range b.Ops {
+		op, err := kvOp(body, &b.Ops[i], elem("ops", i))
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +140,7 @@ func DecodeKVBatch(body []byte) ([]store.KVOp, error) {
 
 // kvBatch applies a batch all or nothing: 200 with one result per
 // operation, or 409 naming the operation that could not apply.
-func (a *api) kvBatch(w http.ResponseWriter, r *http.Request) error {
+func (g *kvRoutes) kvBatch(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -178,19 +149,17 @@ func (a *api) kvBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.kv.Check(ops, false); err != nil {
+	if err := g.kv.Check(ops, false); err != nil {
 		return err
 	}
-	if err := a.take(r, len(ops)); err != nil {
+	if err := g.take(r, len(ops)); err != nil {
 		return err
 	}
-	res, err := a.kv.Apply(r.Context(), caller(r).Tenant, ops)
+	res, err := g.kv.Apply(r.Context(), caller(r).Tenant, ops)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Results []kvResultJSON `json:"results"`
-	}{Results: make([]kvResultJSON, len(res))}
+	out := api.KVBatchResponse{Results: make([]api.KVResult, len(res))}
 	for i := range res {
 		out.Results[i] = kvResult(i, res[i])
 	}
@@ -198,14 +167,14 @@ func (a *api) kvBatch(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) kvGet(w http.ResponseWriter, r *http.Request) error {
+func (g *kvRoutes) kvGet(w http.ResponseWriter, r *http.Request) error {
 	if err := kv.CheckKey(r.PathValue("namespace"), r.PathValue("key")); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	e, err := a.kv.Get(r.Context(), caller(r).Tenant, r.PathValue("namespace"), r.PathValue("key"))
+	e, err := g.kv.Get(r.Context(), caller(r).Tenant, r.PathValue("namespace"), r.PathValue("key"))
 	if err != nil {
 		return entity(err)
 	}
@@ -215,7 +184,7 @@ func (a *api) kvGet(w http.ResponseWriter, r *http.Request) error {
 
 // kvList answers a page of keys and the cursor of the next (null on the
 // last page).
-func (a *api) kvList(w http.ResponseWriter, r *http.Request) error {
+func (g *kvRoutes) kvList(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	limit := q.int("limit", 100, intRange{1, 1000})
 	prefix, cursor := q.str("prefix"), q.str("cursor")
@@ -225,17 +194,14 @@ func (a *api) kvList(w http.ResponseWriter, r *http.Request) error {
 	if err := kv.CheckList(r.PathValue("namespace"), cursor); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	page, err := a.kv.List(r.Context(), caller(r).Tenant, r.PathValue("namespace"), prefix, cursor, limit)
+	page, err := g.kv.List(r.Context(), caller(r).Tenant, r.PathValue("namespace"), prefix, cursor, limit)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Items      []kvEntryJSON `json:"items"`
-		NextCursor *string       `json:"nextCursor"`
-	}{Items: make([]kvEntryJSON, len(page.Entries)), NextCursor: nullable(page.NextCursor)}
+	out := api.KVList{Items: make([]api.KVEntry, len(page.Entries)), NextCursor: nullable(page.NextCursor)}
 	for i := range page.Entries {
 		out.Items[i] = kvEntry(&page.Entries[i])
 	}
@@ -244,27 +210,25 @@ func (a *api) kvList(w http.ResponseWriter, r *http.Request) error {
 }
 
 // kvPut is a single set: body {"value","ttlSeconds"?,"expect"?}.
-func (a *api) kvPut(w http.ResponseWriter, r *http.Request) error {
+func (g *kvRoutes) kvPut(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	var in kvOpJSON
+	var in api.KVOperation
 	if err := unmarshal(body, &in); err != nil {
 		return err
 	}
-	set := "set"
-	ns, key := r.PathValue("namespace"), r.PathValue("key")
-	in.Op, in.Namespace, in.Key, in.By = &set, &ns, &key, nil
-	op, err := in.kvOp("")
+	in.Op, in.Namespace, in.Key, in.By = api.KVSet, r.PathValue("namespace"), r.PathValue("key"), nil
+	op, err := kvOp(body, &in, "")
 	if err != nil {
 		return err
 	}
-	return a.kvOne(w, r, op)
+	return g.kvOne(w, r, op)
 }
 
 // kvDelete deletes a key, conditionally with ?expectVersion=.
-func (a *api) kvDelete(w http.ResponseWriter, r *http.Request) error {
+func (g *kvRoutes) kvDelete(w http.ResponseWriter, r *http.Request) error {
 	op := store.KVOp{Kind: store.KVOpDelete, Namespace: r.PathValue("namespace"), Key: r.PathValue("key")}
 	if s := r.URL.Query().Get("expectVersion"); s != "" {
 		v, err := strconv.ParseInt(s, 10, 64)
@@ -273,24 +237,24 @@ func (a *api) kvDelete(w http.ResponseWriter, r *http.Request) error {
 		}
 		op.Expect = &store.KVExpect{Version: &v}
 	}
-	return a.kvOne(w, r, op)
+	return g.kvOne(w, r, op)
 }
 
 // kvOne applies one set or delete and answers the key, or {"deleted"}.
-func (a *api) kvOne(w http.ResponseWriter, r *http.Request, op store.KVOp) error {
+func (g *kvRoutes) kvOne(w http.ResponseWriter, r *http.Request, op store.KVOp) error {
 	ops := []store.KVOp{op}
-	if err := a.kv.Check(ops, false); err != nil {
+	if err := g.kv.Check(ops, false); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	res, err := a.kv.Apply(r.Context(), caller(r).Tenant, ops)
+	res, err := g.kv.Apply(r.Context(), caller(r).Tenant, ops)
 	if err != nil {
 		return err
 	}
 	if op.Kind == store.KVOpDelete {
-		writeJSON(w, http.StatusOK, map[string]bool{"deleted": res[0].Found})
+		writeJSON(w, http.StatusOK, api.KVDeleted{Deleted: res[0].Found})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, kvEntry(res[0].Entry))
@@ -298,8 +262,8 @@ func (a *api) kvOne(w http.ResponseWriter, r *http.Request, op store.KVOp) error
 }
 
 // txKVOp decodes the key/value operation of a transaction at path.
-func txKVOp(o *kvOpJSON, path string) (store.KVOp, error) {
-	op, err := o.kvOp(path)
+func txKVOp(body []byte, o *api.KVOperation, path string) (store.KVOp, error) {
+	op, err := kvOp(body, o, path)
 	if err != nil {
 		return op, err
 	}

@@ -1,16 +1,15 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
 
-// extendJSON is a lease extension's answer; {"renewed":0,"expiresAt":null}
-// for a lease that is unknown, expired or not the caller's alike.
-type extendJSON struct {
-	Renewed   int     `json:"renewed"`
-	ExpiresAt *string `json:"expiresAt"`
-}
+	"github.com/queen-go/queen/api"
+)
 
-// extend answers 200 whatever became of the lease: renewal is best-effort.
-func (a *api) extend(w http.ResponseWriter, r *http.Request) error {
+// extend answers 200 whatever became of the lease: renewal is best-effort;
+// {"renewed":0,"expiresAt":null} for a lease that is unknown, expired or
+// not the caller's alike.
+func (g *messageRoutes) extend(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -23,15 +22,11 @@ func (a *api) extend(w http.ResponseWriter, r *http.Request) error {
 	if err := checkPathText("leaseId", leaseID, kindID); err != nil {
 		return err
 	}
-	res, err := a.broker.ExtendLease(r.Context(), caller(r), leaseID, seconds)
+	res, err := g.broker.ExtendLease(r.Context(), caller(r), leaseID, seconds)
 	if err != nil {
 		return err
 	}
-	out := extendJSON{Renewed: res.Renewed}
-	if res.ExpiresAt != nil {
-		s := timestamp(*res.ExpiresAt)
-		out.ExpiresAt = &s
-	}
+	out := api.LeaseExtendResponse{Renewed: res.Renewed, ExpiresAt: timeRef(res.ExpiresAt)}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

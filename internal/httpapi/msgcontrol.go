@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -18,21 +19,26 @@ import (
 // are Queen's stored procedures' shapes (camelCase for messages and the
 // DLQ, snake_case for traces), which its clients read key by key.
 
-// messageControlRoutes browse and repair messages, the DLQ and traces.
-func (a *api) messageControlRoutes() []route {
-	return []route{
-		r(AccessRead, "GET", "/api/v1/messages", "messages_list", a.listMessages),
-		r(AccessRead, "GET", "/api/v1/messages/{partitionId}/{transactionId}", "message_get", a.getMessage),
-		r(AccessReadWrite, "DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", a.deleteMessage),
-		r(AccessReadWrite, "POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_retry", a.retryMessage),
-		r(AccessReadWrite, "POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", a.deadLetterMessage),
-		r(AccessRead, "GET", "/api/v1/dlq", "dlq_list", a.listDLQ),
-		r(AccessReadWrite, "POST", "/api/v1/dlq/retry", "dlq_retry", a.retryDLQ),
-		r(AccessAdmin, "DELETE", "/api/v1/dlq", "dlq_delete", a.deleteDLQ),
-		r(AccessReadWrite, "POST", "/api/v1/traces", "trace_record", a.recordTrace),
-		r(AccessRead, "GET", "/api/v1/traces/{partitionId}/{transactionId}", "traces_get", a.messageTraces),
-		r(AccessRead, "GET", "/api/v1/traces/by-name/{traceName}", "traces_by_name", a.tracesByName),
-		r(AccessRead, "GET", "/api/v1/traces/names", "trace_names", a.traceNames),
+// messageControlRoutes browse and repair messages, the DLQ (dlq.go) and
+// traces (traces.go).
+type messageControlRoutes struct {
+	control *control.Control
+}
+
+func (g *messageControlRoutes) Routes() []Route {
+	return []Route{
+		row(AccessRead, "GET", "/api/v1/messages", "messages_list", g.listMessages),
+		row(AccessRead, "GET", "/api/v1/messages/{partitionId}/{transactionId}", "message_get", g.getMessage),
+		row(AccessReadWrite, "DELETE", "/api/v1/messages/{partitionId}/{transactionId}", "message_delete", g.deleteMessage),
+		row(AccessReadWrite, "POST", "/api/v1/messages/{partitionId}/{transactionId}/retry", "message_retry", g.retryMessage),
+		row(AccessReadWrite, "POST", "/api/v1/messages/{partitionId}/{transactionId}/dlq", "message_dlq", g.deadLetterMessage),
+		row(AccessRead, "GET", "/api/v1/dlq", "dlq_list", g.listDLQ),
+		row(AccessReadWrite, "POST", "/api/v1/dlq/retry", "dlq_retry", g.retryDLQ),
+		row(AccessAdmin, "DELETE", "/api/v1/dlq", "dlq_delete", g.deleteDLQ),
+		row(AccessReadWrite, "POST", "/api/v1/traces", "trace_record", g.recordTrace),
+		row(AccessRead, "GET", "/api/v1/traces/{partitionId}/{transactionId}", "traces_get", g.messageTraces),
+		row(AccessRead, "GET", "/api/v1/traces/by-name/{traceName}", "traces_by_name", g.tracesByName),
+		row(AccessRead, "GET", "/api/v1/traces/names", "trace_names", g.traceNames),
 	}
 }
 
@@ -51,23 +57,17 @@ const (
 	maxTraceNames = 100
 )
 
-// Texts of the control plane's answers, as Queen words them.
-const (
-	msgMessageNotFound = "Message not found"
-	msgDeleted         = "Message deleted successfully"
-)
-
 // controlError gives the control plane's store errors their answer: an
 // unknown message is Queen's 404 "Message not found", and a DLQ state that
 // forbids a repair a 409 naming it.
 func controlError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return &httpError{status: http.StatusNotFound, msg: msgMessageNotFound}
+		return api.ErrMessageNotFound.WithCause(err)
 	case errors.Is(err, store.ErrNotDeadLettered):
-		return &httpError{status: http.StatusConflict, msg: store.ErrNotDeadLettered.Error()}
+		return api.ErrNotDeadLettered.WithCause(err)
 	case errors.Is(err, store.ErrAlreadyDeadLettered):
-		return &httpError{status: http.StatusConflict, msg: store.ErrAlreadyDeadLettered.Error()}
+		return api.ErrAlreadyDeadLettered.WithCause(err)
 	}
 	return err
 }
@@ -123,61 +123,18 @@ func (q *query) time(name string) time.Time {
 // ---------------------------------------------------------------------------
 // GET /api/v1/messages
 
-type busStatusJSON struct {
-	ConsumedBy  int `json:"consumedBy"`
-	TotalGroups int `json:"totalGroups"`
-}
-
-type listedMessageJSON struct {
-	ID             string        `json:"id"`
-	TransactionID  string        `json:"transactionId"`
-	PartitionID    string        `json:"partitionId"`
-	QueuePath      string        `json:"queuePath"`
-	Queue          string        `json:"queue"`
-	Partition      string        `json:"partition"`
-	Namespace      *string       `json:"namespace"`
-	Task           *string       `json:"task"`
-	Status         string        `json:"status"`
-	QueueStatus    string        `json:"queueStatus"`
-	BusStatus      busStatusJSON `json:"busStatus"`
-	TraceID        *string       `json:"traceId"`
-	ProducerSub    *string       `json:"producerSub"`
-	QueuePriority  int           `json:"queuePriority"`
-	CreatedAt      string        `json:"createdAt"`
-	LeaseExpiresAt *string       `json:"leaseExpiresAt"`
-}
-
-type modeJSON struct {
-	HasQueueMode   bool   `json:"hasQueueMode"`
-	BusGroupsCount int    `json:"busGroupsCount"`
-	Type           string `json:"type"`
-}
-
-type messagesJSON struct {
-	Messages []listedMessageJSON `json:"messages"`
-	Mode     modeJSON            `json:"mode"`
-}
-
-func listedJSON(m *store.ListedMessage) listedMessageJSON {
-	return listedMessageJSON{
+func listedMessage(m *store.ListedMessage) api.ListedMessage {
+	return api.ListedMessage{
 		ID: m.ID, TransactionID: m.TransactionID, PartitionID: m.PartitionID, QueuePath: m.Queue + "/" + m.Partition,
 		Queue: m.Queue, Partition: m.Partition, Namespace: nullable(m.Namespace), Task: nullable(m.Task),
 		Status: string(m.Status), QueueStatus: string(m.Status),
-		BusStatus: busStatusJSON{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
+		BusStatus: api.BusStatus{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
 		TraceID:   nullable(m.TraceID), ProducerSub: nullable(m.ProducerSub), QueuePriority: m.QueuePriority,
-		CreatedAt: timestamp(m.CreatedAt), LeaseExpiresAt: optionalTimestamp(m.LeaseExpiresAt),
+		CreatedAt: api.TimeOf(m.CreatedAt), LeaseExpiresAt: timeRef(m.LeaseExpiresAt),
 	}
 }
 
-func optionalTimestamp(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := timestamp(*t)
-	return &s
-}
-
-func (a *api) listMessages(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) listMessages(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	mq := control.MessageQuery{
 		Queue: q.name("queue"), Partition: q.name("partition"), Namespace: q.name("ns"), Task: q.name("task"),
@@ -191,14 +148,14 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if mq.Status != "" && !mq.Status.Valid() {
 		return badQuery("status: expected pending, processing, completed or dead_letter, got %q", truncate(string(mq.Status), 40))
 	}
-	res, err := a.control.ListMessages(r.Context(), mq)
+	res, err := g.control.ListMessages(r.Context(), mq)
 	if err != nil {
 		return err
 	}
-	out := messagesJSON{Messages: make([]listedMessageJSON, len(res.Messages)),
-		Mode: modeJSON{HasQueueMode: res.Mode.HasQueueMode, BusGroupsCount: res.Mode.BusGroups, Type: res.Mode.Type()}}
+	out := api.MessageList{Messages: make([]api.ListedMessage, len(res.Messages)),
+		Mode: api.MessageMode{HasQueueMode: res.Mode.HasQueueMode, BusGroupsCount: res.Mode.BusGroups, Type: res.Mode.Type()}}
 	for i := range res.Messages {
-		out.Messages[i] = listedJSON(&res.Messages[i])
+		out.Messages[i] = listedMessage(&res.Messages[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -207,75 +164,31 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request) error {
 // ---------------------------------------------------------------------------
 // GET /api/v1/messages/{partitionId}/{transactionId}
 
-type queueConfigJSON struct {
-	LeaseTime  int `json:"leaseTime"`
-	RetryLimit int `json:"retryLimit"`
-	RetryDelay int `json:"retryDelay"`
-	TTL        int `json:"ttl"`
-	Priority   int `json:"priority"`
-}
-
-type detailModeJSON struct {
-	HasQueueMode     bool   `json:"hasQueueMode"`
-	BusGroupsCount   int    `json:"busGroupsCount"`
-	ConsumedByGroups int    `json:"consumedByGroups"`
-	Type             string `json:"type"`
-}
-
-type groupStandingJSON struct {
-	Name           string  `json:"name"`
-	Consumed       bool    `json:"consumed"`
-	LeaseExpiresAt *string `json:"leaseExpiresAt"`
-}
-
-type messageJSON struct {
-	ID             string              `json:"id"`
-	TransactionID  string              `json:"transactionId"`
-	PartitionID    string              `json:"partitionId"`
-	QueuePath      string              `json:"queuePath"`
-	Queue          string              `json:"queue"`
-	Partition      string              `json:"partition"`
-	Namespace      *string             `json:"namespace"`
-	Task           *string             `json:"task"`
-	Status         string              `json:"status"`
-	Payload        json.RawMessage     `json:"payload"`
-	IsEncrypted    bool                `json:"isEncrypted"`
-	TraceID        *string             `json:"traceId"`
-	ProducerSub    *string             `json:"producerSub"`
-	CreatedAt      string              `json:"createdAt"`
-	ErrorMessage   *string             `json:"errorMessage"`
-	RetryCount     int                 `json:"retryCount"`
-	LeaseExpiresAt *string             `json:"leaseExpiresAt"`
-	QueueConfig    queueConfigJSON     `json:"queueConfig"`
-	Mode           detailModeJSON      `json:"mode"`
-	ConsumerGroups []groupStandingJSON `json:"consumerGroups"`
-}
-
-func (a *api) getMessage(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) getMessage(w http.ResponseWriter, r *http.Request) error {
 	ref, err := pathRef(r)
 	if err != nil {
 		return err
 	}
-	d, err := a.control.GetMessage(r.Context(), caller(r).Tenant, ref)
+	d, err := g.control.GetMessage(r.Context(), caller(r).Tenant, ref)
 	if err != nil {
 		return controlError(err)
 	}
 	mode := store.QueueModeSummary{HasQueueMode: d.HasQueueMode, BusGroups: d.TotalGroups}
-	out := messageJSON{
+	out := api.MessageDetail{
 		ID: d.ID, TransactionID: d.TransactionID, PartitionID: d.PartitionID, QueuePath: d.Queue + "/" + d.Partition,
 		Queue: d.Queue, Partition: d.Partition, Namespace: nullable(d.Namespace), Task: nullable(d.Task),
 		Status: string(d.Status), Payload: rawJSON(d.Payload), TraceID: nullable(d.TraceID),
-		ProducerSub: nullable(d.ProducerSub), CreatedAt: timestamp(d.CreatedAt), ErrorMessage: nullable(d.ErrorMessage),
-		RetryCount: d.RetryCount, LeaseExpiresAt: optionalTimestamp(d.LeaseExpiresAt),
-		QueueConfig: queueConfigJSON{LeaseTime: d.Options.LeaseTime, RetryLimit: d.Options.RetryLimit,
+		ProducerSub: nullable(d.ProducerSub), CreatedAt: api.TimeOf(d.CreatedAt), ErrorMessage: nullable(d.ErrorMessage),
+		RetryCount: d.RetryCount, LeaseExpiresAt: timeRef(d.LeaseExpiresAt),
+		QueueConfig: api.MessageQueueConfig{LeaseTime: d.Options.LeaseTime, RetryLimit: d.Options.RetryLimit,
 			RetryDelay: d.Options.RetryDelay, TTL: d.Options.TTL, Priority: d.Options.Priority},
-		Mode: detailModeJSON{HasQueueMode: mode.HasQueueMode, BusGroupsCount: mode.BusGroups,
+		Mode: api.MessageDetailMode{HasQueueMode: mode.HasQueueMode, BusGroupsCount: mode.BusGroups,
 			ConsumedByGroups: d.ConsumedBy, Type: mode.Type()},
-		ConsumerGroups: make([]groupStandingJSON, len(d.Groups)),
+		ConsumerGroups: make([]api.MessageGroupStatus, len(d.Groups)),
 	}
-	for i, g := range d.Groups {
-		out.ConsumerGroups[i] = groupStandingJSON{Name: g.Name, Consumed: g.Consumed,
-			LeaseExpiresAt: optionalTimestamp(g.LeaseExpiresAt)}
+	for i, gs := range d.Groups {
+		out.ConsumerGroups[i] = api.MessageGroupStatus{Name: gs.Name, Consumed: gs.Consumed,
+			LeaseExpiresAt: timeRef(gs.LeaseExpiresAt)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -292,28 +205,21 @@ func rawJSON(b []byte) json.RawMessage {
 // ---------------------------------------------------------------------------
 // DELETE /api/v1/messages/{partitionId}/{transactionId}
 
-// messageDeleteJSON is always a 200, as in Queen: the outcome is success
-// and message, never a 404.
-type messageDeleteJSON struct {
-	Success       bool   `json:"success"`
-	PartitionID   string `json:"partitionId"`
-	TransactionID string `json:"transactionId"`
-	Message       string `json:"message"`
-}
-
-func (a *api) deleteMessage(w http.ResponseWriter, r *http.Request) error {
+// deleteMessage is always a 200, as in Queen: the outcome is success and
+// message, never a 404.
+func (g *messageControlRoutes) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	ref, err := pathRef(r)
 	if err != nil {
 		return err
 	}
-	existed, err := a.control.DeleteMessage(r.Context(), caller(r).Tenant, ref)
+	existed, err := g.control.DeleteMessage(r.Context(), caller(r).Tenant, ref)
 	if err != nil {
 		return err
 	}
-	out := messageDeleteJSON{Success: existed, PartitionID: ref.PartitionID, TransactionID: ref.TransactionID,
-		Message: msgDeleted}
+	out := api.MessageDeleteResponse{Success: existed, PartitionID: ref.PartitionID, TransactionID: ref.TransactionID,
+		Message: api.TextMessageDeleted}
 	if !existed {
-		out.Message = msgMessageNotFound
+		out.Message = api.TextMessageNotFound
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -322,54 +228,41 @@ func (a *api) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 // ---------------------------------------------------------------------------
 // POST …/retry and …/dlq
 
-// repairBody is the optional body of a message repair: which consumer
+// decodeRepair reads the optional body of a message repair: which consumer
 // group, and for a move to the DLQ the error to record. An empty body (or
 // {}) means queue mode / any group.
-type repairBody struct {
-	ConsumerGroup *string `json:"consumerGroup"`
-	Error         *string `json:"error"`
-}
-
-func decodeRepair(r *http.Request) (*repairBody, error) {
+func decodeRepair(r *http.Request) (*api.RepairRequest, error) {
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
-	var b repairBody
+	var b api.RepairRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := unmarshal(body, &b); err != nil {
 			return nil, err
 		}
 	}
-	if g := deref(b.ConsumerGroup); g != "" {
-		if err := checkBodyText(g, kindName, at("", "consumerGroup")); err != nil {
+	if b.ConsumerGroup != "" {
+		if err := checkBodyText(b.ConsumerGroup, kindName, at("", "consumerGroup")); err != nil {
 			return nil, err
 		}
 	}
-	if e := deref(b.Error); e != "" {
-		if err := checkBodyText(e, kindText, at("", "error")); err != nil {
+	if b.Error != "" {
+		if err := checkBodyText(b.Error, kindText, at("", "error")); err != nil {
 			return nil, err
 		}
 	}
 	// ?consumerGroup= works too, for clients that send no body.
-	if q := parseQuery(r); b.ConsumerGroup == nil || *b.ConsumerGroup == "" {
-		g := q.name("consumerGroup")
+	if q := parseQuery(r); b.ConsumerGroup == "" {
+		b.ConsumerGroup = q.name("consumerGroup")
 		if q.err != nil {
 			return nil, q.err
 		}
-		b.ConsumerGroup = &g
 	}
 	return &b, nil
 }
 
-type retryJSON struct {
-	Success       bool   `json:"success"`
-	Requeued      int    `json:"requeued"`
-	MessageID     string `json:"messageId"`
-	TransactionID string `json:"transactionId"`
-}
-
-func (a *api) retryMessage(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) retryMessage(w http.ResponseWriter, r *http.Request) error {
 	ref, err := pathRef(r)
 	if err != nil {
 		return err
@@ -378,21 +271,16 @@ func (a *api) retryMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.control.RetryMessage(r.Context(), caller(r).Tenant, ref, deref(b.ConsumerGroup))
+	res, err := g.control.RetryMessage(r.Context(), caller(r).Tenant, ref, b.ConsumerGroup)
 	if err != nil {
 		return controlError(err)
 	}
-	writeJSON(w, http.StatusOK, retryJSON{Success: true, Requeued: 1, MessageID: res.MessageID,
+	writeJSON(w, http.StatusOK, api.RetryResponse{Success: true, Requeued: 1, MessageID: res.MessageID,
 		TransactionID: res.TransactionID})
 	return nil
 }
 
-type dlqMoveJSON struct {
-	Success bool `json:"success"`
-	DLQ     bool `json:"dlq"`
-}
-
-func (a *api) deadLetterMessage(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) deadLetterMessage(w http.ResponseWriter, r *http.Request) error {
 	ref, err := pathRef(r)
 	if err != nil {
 		return err
@@ -401,10 +289,10 @@ func (a *api) deadLetterMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.control.DeadLetterMessage(r.Context(), caller(r).Tenant, ref, deref(b.ConsumerGroup),
-		deref(b.Error)); err != nil {
+	if err := g.control.DeadLetterMessage(r.Context(), caller(r).Tenant, ref, b.ConsumerGroup,
+		b.Error); err != nil {
 		return controlError(err)
 	}
-	writeJSON(w, http.StatusOK, dlqMoveJSON{Success: true, DLQ: true})
+	writeJSON(w, http.StatusOK, api.DLQMoveResponse{Success: true, DLQ: true})
 	return nil
 }

@@ -22,26 +22,27 @@ var openapiFS embed.FS
 // openapiJSON is the merged document, built once.
 var openapiJSON = mustMergeOpenAPI(openapiFS)
 
-// openapi serves the OpenAPI document.
-func (a *api) openapi(w http.ResponseWriter, r *http.Request) error {
+// openapi serves the OpenAPI document: the API's, with the fragments of the
+// documented groups of other packages.
+func (g *operationRoutes) openapi(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(openapiJSON)
+	_, _ = w.Write(g.a.openapi)
 	return nil
 }
 
-func mustMergeOpenAPI(fsys fs.FS) []byte {
-	doc, err := mergeOpenAPI(fsys)
+func mustMergeOpenAPI(fsys fs.FS, extra ...[]byte) []byte {
+	doc, err := mergeOpenAPI(fsys, extra...)
 	if err != nil {
-		panic(err) // the fragments are embedded: a test catches this first
+		panic(err) // the API's fragments are embedded: a test catches this first
 	}
 	return doc
 }
 
-// mergeOpenAPI merges base.json and the other fragments in name order: paths
-// and components are united (a path+method or a component defined twice is
-// an error), tags are appended.
-func mergeOpenAPI(fsys fs.FS) ([]byte, error) {
+// mergeOpenAPI merges base.json, the other fragments in name order, then
+// the extra ones in order: paths and components are united (a path+method
+// or a component defined twice is an error), tags are appended.
+func mergeOpenAPI(fsys fs.FS, extra ...[]byte) ([]byte, error) {
 	names, err := fs.Glob(fsys, "openapi/*.json")
 	if err != nil {
 		return nil, err
@@ -58,6 +59,8 @@ func mergeOpenAPI(fsys fs.FS) ([]byte, error) {
 	paths := map[string]any{}
 	doc["paths"] = paths
 	components, _ := doc["components"].(map[string]any)
+	var frags [][]byte
+	var fragNames []string
 	for _, name := range names {
 		if name == "openapi/base.json" {
 			continue
@@ -66,6 +69,13 @@ func mergeOpenAPI(fsys fs.FS) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		frags, fragNames = append(frags, raw), append(fragNames, name)
+	}
+	for i, raw := range extra {
+		frags, fragNames = append(frags, raw), append(fragNames, fmt.Sprintf("group fragment %d", i))
+	}
+	for i, raw := range frags {
+		name := fragNames[i]
 		var frag struct {
 			Paths      map[string]map[string]any `json:"paths"`
 			Components map[string]map[string]any `json:"components"`

@@ -6,13 +6,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
 // optionNames are the option keys configure accepts: the JSON names of
-// store.QueueOptions, sorted.
+// api.QueueOptions, sorted.
 var optionNames = func() []string {
-	t := reflect.TypeOf(store.QueueOptions{})
+	t := reflect.TypeOf(api.QueueOptions{})
 	names := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
 		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
@@ -53,3 +54,11 @@ func checkOptionNames(body []byte) error {
 	sort.Strings(unknown)
 	return badBody("options.%s: unknown option (options are %s)", unknown[0], strings.Join(optionNames, ", "))
 }
+
+// wireOptions is a queue's options as the wire carries them, and
+// storeOptions the store's form of options read from the wire. The two
+// types have the same fields today, so a conversion maps them; when one
+// changes, the conversion stops compiling and becomes a mapping here.
+func wireOptions(o store.QueueOptions) api.QueueOptions { return api.QueueOptions(o) }
+
+func storeOptions(o api.QueueOptions) store.QueueOptions { return store.QueueOptions(o) }

@@ -56,7 +56,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // parkedPoll is a long poll whose connection was taken over from net/http:
 // everything its answer needs and nothing of the request besides.
 type parkedPoll struct {
-	a      *api
+	a      *adapter
 	conn   net.Conn
 	e      *exchange // ResponseWriter is the recorder once parked
 	rec    answerRecorder
@@ -87,7 +87,7 @@ func shapeOf(r *http.Request) requestShape {
 // reports whether it did; when it did not (HTTP/2, a request with a body,
 // parking off), the handler waits as before. The answer is written later,
 // from the parked poll's own goroutine.
-func (a *api) park(w http.ResponseWriter, r *http.Request, pp *broker.Parked) bool {
+func (a *adapter) park(w http.ResponseWriter, r *http.Request, pp *broker.Parked) bool {
 	if a.parking == nil || r.ProtoMajor != 1 || (r.Body != nil && r.Body != http.NoBody) {
 		return false
 	}
@@ -170,7 +170,7 @@ func (k *parkedPoll) answer(res *broker.PopResponse, err error, gone bool) {
 	ctx := context.WithValue(context.Background(), exchangeKey{}, e)
 	if err != nil {
 		r := (&http.Request{Method: k.method}).WithContext(ctx)
-		a.writeError(e, r, *e.rt, err)
+		a.writeError(e, r, e.rt, err, e.rt.Envelope)
 	} else {
 		writePop(e, res)
 	}

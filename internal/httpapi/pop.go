@@ -10,7 +10,7 @@ import (
 // pop serves the three pop routes: a queue, one partition of it, or every
 // queue of a namespace and/or task. It answers 200 with the pop envelope, or
 // 204 with no body when nothing was delivered.
-func (a *api) pop(w http.ResponseWriter, r *http.Request) error {
+func (g *messageRoutes) pop(w http.ResponseWriter, r *http.Request) error {
 	req, err := decodePop(r)
 	if err != nil {
 		return err
@@ -28,14 +28,14 @@ func (a *api) pop(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Wait {
 		// The answer may come only when the long poll ends.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.Timeout + a.writeTimeout))
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.Timeout + g.a.writeTimeout))
 	}
-	res, parked, err := a.broker.StartPop(r.Context(), caller(r), req)
+	res, parked, err := g.broker.StartPop(r.Context(), caller(r), req)
 	if err != nil {
 		return err
 	}
 	if parked != nil {
-		if a.park(w, r, parked) {
+		if g.a.park(w, r, parked) {
 			return nil // answered from the parked poll (park.go)
 		}
 		if res, err = parked.Wait(r.Context()); err != nil {

@@ -4,11 +4,13 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 )
 
-// appendPopBody appends the JSON of a non-empty pop answer. It is written by
-// hand because the pop answer is the broker's hottest response and
+// appendPopBody appends the JSON of a non-empty pop answer: an
+// api.PopResponse, exactly as encoding/json would write it (a test holds it
+// to that). It is written by hand because the pop answer is the broker's hottest response and
 // encoding/json re-validates every payload (json.RawMessage is compacted on
 // output): payloads were validated and compacted when they were pushed, so
 // they are copied as stored. Keys and their order are Queen's.
@@ -41,7 +43,7 @@ func appendPopBody(b []byte, res *broker.PopResponse) []byte {
 		b = append(b, `,"producerSub":`...)
 		b = appendNullable(b, m.ProducerSub)
 		b = append(b, `,"createdAt":"`...)
-		b = m.CreatedAt.UTC().AppendFormat(b, timestampLayout)
+		b = m.CreatedAt.UTC().AppendFormat(b, api.TimeLayout)
 		b = append(b, `","partitionId":`...)
 		b = appendString(b, m.PartitionID)
 		b = append(b, `,"partition":`...)
@@ -54,9 +56,6 @@ func appendPopBody(b []byte, res *broker.PopResponse) []byte {
 	}
 	return append(b, "]}"...)
 }
-
-// timestampLayout is Queen's time format: RFC 3339, UTC, milliseconds.
-const timestampLayout = "2006-01-02T15:04:05.000Z"
 
 // appendNullable appends s as a JSON string, or null when it is empty.
 func appendNullable(b []byte, s string) []byte {

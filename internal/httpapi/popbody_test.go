@@ -5,43 +5,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/store"
 )
 
-// popShape is the pop answer as encoding/json would write it, to check the
-// hand-written encoder against.
-type popShape struct {
-	Success       bool           `json:"success"`
-	Queue         string         `json:"queue"`
-	Partition     string         `json:"partition"`
-	PartitionID   string         `json:"partitionId"`
-	LeaseID       *string        `json:"leaseId"`
-	ConsumerGroup string         `json:"consumerGroup"`
-	Messages      []messageShape `json:"messages"`
-}
-
-type messageShape struct {
-	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	TraceID       *string         `json:"traceId"`
-	Data          json.RawMessage `json:"data"`
-	ProducerSub   *string         `json:"producerSub"`
-	CreatedAt     string          `json:"createdAt"`
-	PartitionID   string          `json:"partitionId"`
-	Partition     string          `json:"partition"`
-	LeaseID       *string         `json:"leaseId"`
-	ConsumerGroup string          `json:"consumerGroup"`
-}
-
+// viaEncodingJSON is the pop answer as encoding/json writes api.PopResponse,
+// the wire type a client decodes it into: the hand-written encoder must
+// write exactly that.
 func viaEncodingJSON(t *testing.T, res *broker.PopResponse) []byte {
 	first := res.Messages[0]
-	out := popShape{Success: true, Queue: first.Queue, Partition: first.Partition, PartitionID: first.PartitionID,
+	out := api.PopResponse{Success: true, Queue: first.Queue, Partition: first.Partition, PartitionID: first.PartitionID,
 		LeaseID: nullable(res.LeaseID), ConsumerGroup: res.ConsumerGroup}
 	for _, m := range res.Messages {
-		out.Messages = append(out.Messages, messageShape{ID: m.ID, TransactionID: m.TransactionID,
+		out.Messages = append(out.Messages, api.PopMessage{ID: m.ID, TransactionID: m.TransactionID,
 			TraceID: nullable(m.TraceID), Data: m.Payload, ProducerSub: nullable(m.ProducerSub),
-			CreatedAt: timestamp(m.CreatedAt), PartitionID: m.PartitionID, Partition: m.Partition,
+			CreatedAt: api.TimeOf(m.CreatedAt), PartitionID: m.PartitionID, Partition: m.Partition,
 			LeaseID: nullable(res.LeaseID), ConsumerGroup: res.ConsumerGroup})
 	}
 	b, err := json.Marshal(out)

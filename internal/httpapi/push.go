@@ -1,21 +1,14 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
 
-// pushVerdictJSON is one element of a push answer. The mixed casing of its
-// keys is Queen's.
-type pushVerdictJSON struct {
-	Index         int     `json:"index"`
-	MessageID     *string `json:"message_id"`
-	TransactionID string  `json:"transaction_id"`
-	QueueName     string  `json:"queueName"`
-	Status        string  `json:"status"`
-	Error         *string `json:"error,omitempty"`
-}
+	"github.com/queen-go/queen/api"
+)
 
 // push answers 201 with one verdict per item, in request order, whatever
 // each item's outcome.
-func (a *api) push(w http.ResponseWriter, r *http.Request) error {
+func (g *messageRoutes) push(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -24,14 +17,14 @@ func (a *api) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	verdicts, err := a.broker.Push(r.Context(), caller(r), items)
+	verdicts, err := g.broker.Push(r.Context(), caller(r), items)
 	if err != nil {
 		return err
 	}
-	out := make([]pushVerdictJSON, len(verdicts))
+	out := make([]api.PushVerdict, len(verdicts))
 	for i, v := range verdicts {
-		out[i] = pushVerdictJSON{Index: i, MessageID: nullable(v.MessageID), TransactionID: v.TransactionID,
-			QueueName: v.Queue, Status: string(v.Status), Error: nullable(v.Error)}
+		out[i] = api.PushVerdict{Index: i, MessageID: nullable(v.MessageID), TransactionID: v.TransactionID,
+			QueueName: v.Queue, Status: v.Status, Error: nullable(v.Error)}
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

@@ -3,8 +3,9 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"time"
 
+	"github.com/queen-go/queen/api"
+	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -13,15 +14,19 @@ import (
 // page). Every figure is computed live from counters and cursors.
 
 // resourceRoutes list, describe, sum up and clear queues and partitions.
-func (a *api) resourceRoutes() []route {
-	return []route{
-		r(AccessRead, "GET", "/api/v1/resources/queues", "queue_list", a.queueList),
-		r(AccessRead, "GET", "/api/v1/resources/queues/{queue}", "queue_get", a.queueGet),
-		r(AccessRead, "GET", "/api/v1/resources/partitions", "partition_list", a.partitionList),
-		r(AccessRead, "GET", "/api/v1/resources/namespaces", "namespace_list", a.namespaceList),
-		r(AccessRead, "GET", "/api/v1/resources/tasks", "task_list", a.taskList),
-		r(AccessRead, "GET", "/api/v1/resources/overview", "overview", a.overview),
-		r(AccessAdmin, "DELETE", "/api/v1/queues/{queue}/clear", "queue_clear", a.queueClear),
+type resourceRoutes struct {
+	control *control.Control
+}
+
+func (g *resourceRoutes) Routes() []Route {
+	return []Route{
+		row(AccessRead, "GET", "/api/v1/resources/queues", "queue_list", g.queueList),
+		row(AccessRead, "GET", "/api/v1/resources/queues/{queue}", "queue_get", g.queueGet),
+		row(AccessRead, "GET", "/api/v1/resources/partitions", "partition_list", g.partitionList),
+		row(AccessRead, "GET", "/api/v1/resources/namespaces", "namespace_list", g.namespaceList),
+		row(AccessRead, "GET", "/api/v1/resources/tasks", "task_list", g.taskList),
+		row(AccessRead, "GET", "/api/v1/resources/overview", "overview", g.overview),
+		row(AccessAdmin, "DELETE", "/api/v1/queues/{queue}/clear", "queue_clear", g.queueClear),
 	}
 }
 
@@ -67,7 +72,7 @@ func (q *query) flag(name string) bool {
 func entity(err error) error {
 	var nf *store.NotFoundError
 	if errors.As(err, &nf) {
-		return &httpError{status: http.StatusNotFound, msg: nf.Error()}
+		return api.ErrNotFound.With(nf.Error()).WithCause(err)
 	}
 	return err
 }
@@ -82,101 +87,45 @@ func pathNames(r *http.Request, names ...string) error {
 	return nil
 }
 
-// tsOrNull formats t, or renders the zero time as null.
-func tsOrNull(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := timestamp(t)
-	return &s
-}
-
-type paginationJSON struct {
-	Limit  int `json:"limit"`
-	Offset int `json:"offset"`
-	Total  int `json:"total"`
-}
-
-type queueMessagesJSON struct {
-	Total      int64 `json:"total"`
-	Pending    int64 `json:"pending"`
-	Processing int64 `json:"processing"`
-}
-
-type countsJSON struct {
-	Total      int64 `json:"total"`
-	Pending    int64 `json:"pending"`
-	Processing int64 `json:"processing"`
-	Completed  int64 `json:"completed"`
-	Failed     int64 `json:"failed"`
-	DeadLetter int64 `json:"deadLetter"`
-}
-
-func counts(m store.MessageCounts) countsJSON {
-	return countsJSON{Total: m.Total, Pending: m.Pending, Processing: m.Processing, Completed: m.Completed,
+func counts(m store.MessageCounts) api.MessageCounts {
+	return api.MessageCounts{Total: m.Total, Pending: m.Pending, Processing: m.Processing, Completed: m.Completed,
 		DeadLetter: m.DeadLetter}
 }
 
-type queueListItemJSON struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	Namespace  *string           `json:"namespace"`
-	Task       *string           `json:"task"`
-	CreatedAt  string            `json:"createdAt"`
-	Partitions int               `json:"partitions"`
-	Messages   queueMessagesJSON `json:"messages"`
+func pagination(limit, offset, total int) api.Pagination {
+	return api.Pagination{Limit: limit, Offset: offset, Total: total}
 }
 
-type queueListJSON struct {
-	Queues     []queueListItemJSON `json:"queues"`
-	Pagination paginationJSON      `json:"pagination"`
+func (g *resourceRoutes) queueList(w http.ResponseWriter, r *http.Request) error {
+	return queueList(g.control, w, r)
 }
 
-func (a *api) queueList(w http.ResponseWriter, r *http.Request) error {
+// queueList answers a page of queues (Queen's /resources/queues and
+// /status/queues answer the same list).
+func queueList(ctl *control.Control, w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	limit, offset := q.page(DefaultListLimit, MaxListLimit)
 	p := store.QueueListParams{Limit: limit, Offset: offset, Namespace: q.name("namespace"), Task: q.name("task")}
 	if q.err != nil {
 		return q.err
 	}
-	res, err := a.control.QueueList(r.Context(), caller(r).Tenant, p)
+	res, err := ctl.QueueList(r.Context(), caller(r).Tenant, p)
 	if err != nil {
 		return err
 	}
-	out := queueListJSON{Queues: make([]queueListItemJSON, len(res.Queues)),
-		Pagination: paginationJSON{Limit: limit, Offset: offset, Total: res.Total}}
+	out := api.QueueList{Queues: make([]api.QueueListItem, len(res.Queues)),
+		Pagination: pagination(limit, offset, res.Total)}
 	for i, qi := range res.Queues {
-		out.Queues[i] = queueListItemJSON{ID: qi.ID, Name: qi.Name, Namespace: nullable(qi.Namespace),
-			Task: nullable(qi.Task), CreatedAt: timestamp(qi.CreatedAt), Partitions: qi.Partitions,
-			Messages: queueMessagesJSON{Total: qi.Messages.Total, Pending: qi.Messages.Pending,
+		out.Queues[i] = api.QueueListItem{ID: qi.ID, Name: qi.Name, Namespace: nullable(qi.Namespace),
+			Task: nullable(qi.Task), CreatedAt: api.TimeOf(qi.CreatedAt), Partitions: qi.Partitions,
+			Messages: api.QueueMessageCounts{Total: qi.Messages.Total, Pending: qi.Messages.Pending,
 				Processing: qi.Messages.Processing}}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-type queuePartitionJSON struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	CreatedAt     string     `json:"createdAt"`
-	Stats         countsJSON `json:"stats"`
-	OldestMessage *string    `json:"oldestMessage"`
-	NewestMessage *string    `json:"newestMessage"`
-	LastActivity  *string    `json:"lastActivity"`
-}
-
-type queueGetJSON struct {
-	ID         string               `json:"id"`
-	Name       string               `json:"name"`
-	Namespace  *string              `json:"namespace"`
-	Task       *string              `json:"task"`
-	CreatedAt  string               `json:"createdAt"`
-	Partitions []queuePartitionJSON `json:"partitions"`
-	Totals     countsJSON           `json:"totals"`
-	Pagination paginationJSON       `json:"pagination"`
-}
-
-func (a *api) queueGet(w http.ResponseWriter, r *http.Request) error {
+func (g *resourceRoutes) queueGet(w http.ResponseWriter, r *http.Request) error {
 	if err := pathNames(r, "queue"); err != nil {
 		return err
 	}
@@ -185,143 +134,105 @@ func (a *api) queueGet(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	d, err := a.control.QueueGet(r.Context(), caller(r).Tenant, store.QueueGetParams{Name: r.PathValue("queue"),
+	d, err := g.control.QueueGet(r.Context(), caller(r).Tenant, store.QueueGetParams{Name: r.PathValue("queue"),
 		Limit: limit, Offset: offset})
 	if err != nil {
 		return entity(err)
 	}
-	out := queueGetJSON{ID: d.Queue.ID, Name: d.Queue.Name, Namespace: nullable(d.Queue.Namespace),
-		Task: nullable(d.Queue.Task), CreatedAt: timestamp(d.Queue.CreatedAt),
-		Partitions: make([]queuePartitionJSON, len(d.Partitions)), Totals: counts(d.Queue.Messages),
-		Pagination: paginationJSON{Limit: limit, Offset: offset, Total: d.Queue.Partitions}}
+	out := api.QueueDetail{ID: d.Queue.ID, Name: d.Queue.Name, Namespace: nullable(d.Queue.Namespace),
+		Task: nullable(d.Queue.Task), CreatedAt: api.TimeOf(d.Queue.CreatedAt),
+		Partitions: make([]api.QueuePartition, len(d.Partitions)), Totals: counts(d.Queue.Messages),
+		Pagination: pagination(limit, offset, d.Queue.Partitions)}
 	for i, p := range d.Partitions {
-		out.Partitions[i] = queuePartitionJSON{ID: p.ID, Name: p.Name, CreatedAt: timestamp(p.CreatedAt),
-			Stats: counts(p.Messages), OldestMessage: tsOrNull(p.OldestMessage),
-			NewestMessage: tsOrNull(p.NewestMessage), LastActivity: tsOrNull(p.LastActivity)}
+		out.Partitions[i] = api.QueuePartition{ID: p.ID, Name: p.Name, CreatedAt: api.TimeOf(p.CreatedAt),
+			Stats: counts(p.Messages), OldestMessage: timeOrNull(p.OldestMessage),
+			NewestMessage: timeOrNull(p.NewestMessage), LastActivity: timeOrNull(p.LastActivity)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-type partitionItemJSON struct {
-	ID           string     `json:"id"`
-	Name         string     `json:"name"`
-	Queue        string     `json:"queue"`
-	CreatedAt    string     `json:"createdAt"`
-	LastActivity *string    `json:"lastActivity"`
-	Messages     countsJSON `json:"messages"`
-}
-
-type partitionListJSON struct {
-	Partitions []partitionItemJSON `json:"partitions"`
-	Pagination paginationJSON      `json:"pagination"`
-}
-
-func (a *api) partitionList(w http.ResponseWriter, r *http.Request) error {
+func (g *resourceRoutes) partitionList(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	limit, offset := q.page(DefaultListLimit, MaxListLimit)
 	queue := q.name("queue")
 	if q.err != nil {
 		return q.err
 	}
-	res, err := a.control.PartitionList(r.Context(), caller(r).Tenant, store.PartitionListParams{Queue: queue,
+	res, err := g.control.PartitionList(r.Context(), caller(r).Tenant, store.PartitionListParams{Queue: queue,
 		Limit: limit, Offset: offset})
 	if err != nil {
 		return entity(err)
 	}
-	out := partitionListJSON{Partitions: make([]partitionItemJSON, len(res.Partitions)),
-		Pagination: paginationJSON{Limit: limit, Offset: offset, Total: res.Total}}
+	out := api.PartitionList{Partitions: make([]api.PartitionListItem, len(res.Partitions)),
+		Pagination: pagination(limit, offset, res.Total)}
 	for i, p := range res.Partitions {
-		out.Partitions[i] = partitionItemJSON{ID: p.ID, Name: p.Name, Queue: p.Queue, CreatedAt: timestamp(p.CreatedAt),
-			LastActivity: tsOrNull(p.LastActivity), Messages: counts(p.Messages)}
+		out.Partitions[i] = api.PartitionListItem{ID: p.ID, Name: p.Name, Queue: p.Queue,
+			CreatedAt: api.TimeOf(p.CreatedAt), LastActivity: timeOrNull(p.LastActivity), Messages: counts(p.Messages)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-type rollupMessagesJSON struct {
-	Total   int64 `json:"total"`
-	Pending int64 `json:"pending"`
-}
-
-func (a *api) namespaceList(w http.ResponseWriter, r *http.Request) error {
-	return a.rollup(w, r, store.RollupNamespace, "namespaces", "namespace")
-}
-
-func (a *api) taskList(w http.ResponseWriter, r *http.Request) error {
-	return a.rollup(w, r, store.RollupTask, "tasks", "task")
-}
-
-// rollup answers {"<list>":[{"<key>":…,"queues","partitions","messages"}],
-// "pagination"}.
-func (a *api) rollup(w http.ResponseWriter, r *http.Request, by store.RollupKey, list, key string) error {
+// rollup reads a page of namespaces or tasks.
+func (g *resourceRoutes) rollup(r *http.Request, by store.RollupKey) (*store.QueueRollupResult, api.Pagination, error) {
 	q := parseQuery(r)
 	limit, offset := q.page(DefaultListLimit, MaxListLimit)
 	if q.err != nil {
-		return q.err
+		return nil, api.Pagination{}, q.err
 	}
-	res, err := a.control.QueueRollup(r.Context(), caller(r).Tenant, store.QueueRollupParams{By: by, Limit: limit,
+	res, err := g.control.QueueRollup(r.Context(), caller(r).Tenant, store.QueueRollupParams{By: by, Limit: limit,
 		Offset: offset})
 	if err != nil {
-		return err
+		return nil, api.Pagination{}, err
 	}
-	items := make([]map[string]any, len(res.Rollups))
-	for i, ru := range res.Rollups {
-		items[i] = map[string]any{key: ru.Key, "queues": ru.Queues, "partitions": ru.Partitions,
-			"messages": rollupMessagesJSON{Total: ru.Messages.Total, Pending: ru.Messages.Pending}}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{list: items,
-		"pagination": paginationJSON{Limit: limit, Offset: offset, Total: res.Total}})
-	return nil
+	return res, pagination(limit, offset, res.Total), nil
 }
 
-type spreadJSON struct {
-	Avg    float64 `json:"avg"`
-	Median float64 `json:"median"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-}
-
-type overviewJSON struct {
-	Queues     int        `json:"queues"`
-	Partitions int        `json:"partitions"`
-	Namespaces int        `json:"namespaces"`
-	Tasks      int        `json:"tasks"`
-	Messages   countsJSON `json:"messages"`
-	Lag        struct {
-		Time   spreadJSON `json:"time"`
-		Offset spreadJSON `json:"offset"`
-	} `json:"lag"`
-	Throughput struct {
-		IngestedPerSecond  float64 `json:"ingestedPerSecond"`
-		ProcessedPerSecond float64 `json:"processedPerSecond"`
-	} `json:"throughput"`
-	Timestamp string `json:"timestamp"`
-	StatsAge  int    `json:"statsAge"`
-}
-
-func (a *api) overview(w http.ResponseWriter, r *http.Request) error {
-	o, err := a.control.Overview(r.Context(), caller(r).Tenant)
+func (g *resourceRoutes) namespaceList(w http.ResponseWriter, r *http.Request) error {
+	res, page, err := g.rollup(r, store.RollupNamespace)
 	if err != nil {
 		return err
 	}
-	out := overviewJSON{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces, Tasks: o.Tasks,
-		Messages: counts(o.Messages), Timestamp: timestamp(o.At)}
-	out.Lag.Time = spreadJSON{Avg: o.TimeLag.Avg, Median: o.TimeLag.Median, Min: o.TimeLag.Min, Max: o.TimeLag.Max}
-	out.Lag.Offset = spreadJSON{Avg: o.OffsetLag.Avg, Median: o.OffsetLag.Median, Min: o.OffsetLag.Min,
-		Max: o.OffsetLag.Max}
+	out := api.NamespaceList{Namespaces: make([]api.NamespaceSummary, len(res.Rollups)), Pagination: page}
+	for i, ru := range res.Rollups {
+		out.Namespaces[i] = api.NamespaceSummary{Namespace: ru.Key, Queues: ru.Queues, Partitions: ru.Partitions,
+			Messages: api.RollupMessages{Total: ru.Messages.Total, Pending: ru.Messages.Pending}}
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-type clearJSON struct {
-	Cleared         bool    `json:"cleared"`
-	Queue           string  `json:"queue"`
-	Partition       *string `json:"partition"`
-	MessagesDeleted int64   `json:"messagesDeleted"`
+func (g *resourceRoutes) taskList(w http.ResponseWriter, r *http.Request) error {
+	res, page, err := g.rollup(r, store.RollupTask)
+	if err != nil {
+		return err
+	}
+	out := api.TaskList{Tasks: make([]api.TaskSummary, len(res.Rollups)), Pagination: page}
+	for i, ru := range res.Rollups {
+		out.Tasks[i] = api.TaskSummary{Task: ru.Key, Queues: ru.Queues, Partitions: ru.Partitions,
+			Messages: api.RollupMessages{Total: ru.Messages.Total, Pending: ru.Messages.Pending}}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (a *api) queueClear(w http.ResponseWriter, r *http.Request) error {
+func spread(s control.Spread) api.Spread {
+	return api.Spread{Avg: s.Avg, Median: s.Median, Min: s.Min, Max: s.Max}
+}
+
+func (g *resourceRoutes) overview(w http.ResponseWriter, r *http.Request) error {
+	o, err := g.control.Overview(r.Context(), caller(r).Tenant)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.Overview{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces,
+		Tasks: o.Tasks, Messages: counts(o.Messages), Timestamp: api.TimeOf(o.At),
+		Lag: api.OverviewLag{Time: spread(o.TimeLag), Offset: spread(o.OffsetLag)}})
+	return nil
+}
+
+func (g *resourceRoutes) queueClear(w http.ResponseWriter, r *http.Request) error {
 	if err := pathNames(r, "queue"); err != nil {
 		return err
 	}
@@ -331,11 +242,11 @@ func (a *api) queueClear(w http.ResponseWriter, r *http.Request) error {
 		return q.err
 	}
 	queue := r.PathValue("queue")
-	res, err := a.control.QueueClear(r.Context(), caller(r).Tenant, queue, partition)
+	res, err := g.control.QueueClear(r.Context(), caller(r).Tenant, queue, partition)
 	if err != nil {
 		return entity(err)
 	}
-	writeJSON(w, http.StatusOK, clearJSON{Cleared: true, Queue: queue, Partition: nullable(partition),
+	writeJSON(w, http.StatusOK, api.QueueClearResponse{Cleared: true, Queue: queue, Partition: nullable(partition),
 		MessagesDeleted: res.Messages})
 	return nil
 }

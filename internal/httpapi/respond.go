@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // writeJSON writes v as the JSON body with status.
@@ -26,7 +28,7 @@ func noContent(w http.ResponseWriter) {
 
 // timestamp formats t as Queen does: RFC 3339, UTC, milliseconds.
 func timestamp(t time.Time) string {
-	return t.UTC().Format(timestampLayout)
+	return t.UTC().Format(api.TimeLayout)
 }
 
 // nullable renders "" as JSON null.
@@ -35,4 +37,15 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// timeOrNull renders t, or the zero time as JSON null.
+func timeOrNull(t time.Time) *api.Time { return api.TimeOrNil(t) }
+
+// timeRef renders *t, or nil as JSON null.
+func timeRef(t *time.Time) *api.Time {
+	if t == nil {
+		return nil
+	}
+	return &api.Time{Time: *t}
 }

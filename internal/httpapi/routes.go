@@ -3,9 +3,9 @@ package httpapi
 import (
 	"net/http"
 	"path"
-	"slices"
 	"strings"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/auth"
 )
 
@@ -112,7 +112,7 @@ const (
 	// ScopeProcess routes act on the broker process or the whole cell
 	// (probes, metrics, maintenance modes, the spool): they resolve no
 	// tenant and never read the x-queen-tenant header. Their rows say so
-	// with processWide().
+	// with ProcessWide().
 	ScopeProcess
 )
 
@@ -128,6 +128,11 @@ func (s Scope) String() string {
 type RouteInfo struct {
 	// Access is the level a caller needs.
 	Access Access
+	// Envelope shapes the errors of the route's handler; nil is Queen's
+	// (QueenEnvelope).
+	Envelope *Envelope
+	// Gate is the feature gate the route is behind; nil: none.
+	Gate *Gate
 	// Method is the HTTP method (GET routes also answer HEAD).
 	Method string
 	// Name is the route's stable name: the route label of its metrics and
@@ -137,130 +142,47 @@ type RouteInfo struct {
 	// /api/v1/lease/{leaseId}/extend.
 	Pattern string
 	// Scope says whether the route acts for a tenant; tenant-scoped unless
-	// the row says processWide().
+	// the row says ProcessWide().
 	Scope Scope
-}
-
-// handlerFunc handles one request. It either writes the whole answer and
-// returns nil, or writes nothing and returns the error the adapter answers.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-// route is one row of the route table.
-type route struct {
-	RouteInfo
-	handler handlerFunc
 }
 
 // noSuchRouteName names everything the table does not match, a known path
 // with the wrong method included, in metrics and access logs.
 const noSuchRouteName = "no_such_route"
 
-// r builds one row of the route table, tenant-scoped.
-func r(access Access, method, pattern, name string, h handlerFunc) route {
-	return route{RouteInfo{Access: access, Method: method, Name: name, Pattern: pattern}, h}
-}
-
-// processWide marks a row as acting on the broker process or the whole
-// cell rather than for a tenant (see ScopeProcess).
-func (rt route) processWide() route {
-	rt.Scope = ScopeProcess
-	return rt
-}
-
-// routes is the route table: one row per method and pattern, in groups. A
-// feature adds its group (in its own file, with its own OpenAPI fragment
-// in openapi/) and one line here.
-func (a *api) routes() []route {
-	return slices.Concat(
-		a.operationRoutes(),
-		a.messageRoutes(),
-		a.queueRoutes(),
-		a.resourceRoutes(),
-		a.consumerGroupRoutes(),
-		a.statusRoutes(),
-		a.maintenanceRoutes(),
-		a.probeRoutes(),
-		a.identityRoutes(),
-		a.messageControlRoutes(),
-		a.streamRoutes(),
-		a.kvRoutes(),        // kv.go
-		a.timerRoutes(),     // timers.go
-		a.ephemeralRoutes(), // ephemeral.go
-	)
-}
-
-// operationRoutes serve probes, metrics and the API's own description.
-func (a *api) operationRoutes() []route {
-	return []route{
-		r(AccessPublic, "GET", "/health", "health", a.health).processWide(),
-		r(AccessPublic, "GET", "/ready", "ready", a.ready).processWide(),
-		r(AccessPublic, "GET", "/metrics", "metrics", a.metricsJSON).processWide(),
-		r(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", a.metricsPrometheus).processWide(),
-		r(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", a.openapi).processWide(),
-		r(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", a.buffers).processWide(),
-	}
-}
-
-// messageRoutes are the message plane.
-func (a *api) messageRoutes() []route {
-	return []route{
-		r(AccessWriteOnly, "POST", "/api/v1/push", "push", a.push),
-		r(AccessReadWrite, "GET", "/api/v1/pop", "pop", a.pop),
-		r(AccessReadWrite, "GET", "/api/v1/pop/queue/{queue}", "pop_queue", a.pop),
-		r(AccessReadWrite, "GET", "/api/v1/pop/queue/{queue}/partition/{partition}", "pop_partition", a.pop),
-		r(AccessReadWrite, "POST", "/api/v1/ack", "ack", a.ack),
-		r(AccessReadWrite, "POST", "/api/v1/ack/batch", "ack_batch", a.ackBatch),
-		r(AccessReadWrite, "POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", a.extend),
-		r(AccessReadWrite, "POST", "/api/v1/transaction", "transaction", a.transaction),
-	}
-}
-
-// queueRoutes configure and delete queues.
-func (a *api) queueRoutes() []route {
-	return []route{
-		r(AccessReadWrite, "POST", "/api/v1/configure", "configure", a.configure),
-		r(AccessAdmin, "DELETE", "/api/v1/resources/queues/{queue}", "queue_delete", a.deleteQueue),
-	}
-}
-
-// maintenanceRoutes switch the maintenance modes.
-func (a *api) maintenanceRoutes() []route {
-	return []route{
-		r(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", a.getMaintenance).processWide(),
-		r(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", a.setMaintenance).processWide(),
-		r(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", a.getPopMaintenance).processWide(),
-		r(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", a.setPopMaintenance).processWide(),
-	}
-}
-
-// Routes describes every route the API serves, in table order. The auth
-// middleware and the OpenAPI test read it; it never changes at run time.
-func Routes() []RouteInfo {
-	table := (&api{}).routes()
-	out := make([]RouteInfo, len(table))
-	for i, rt := range table {
-		out[i] = rt.RouteInfo
+// Routes describes every route of the API's own groups, then those of
+// groups, in table order. The auth middleware and the OpenAPI test read
+// it; it never changes at run time.
+func Routes(groups ...Group) []RouteInfo {
+	a := &adapter{}
+	var out []RouteInfo
+	for _, g := range append(a.groups(Config{}), groups...) {
+		for _, rt := range g.Routes() {
+			out = append(out, rt.RouteInfo)
+		}
 	}
 	return out
 }
 
 // router serves the route table. Everything the table does not match falls
-// to Queen's fallback, a known path with the wrong method included: the
-// ServeMux alone would answer that with 405, Queen answers this 404.
-func (a *api) router() http.Handler {
+// to the groups' fallbacks, then to Queen's 404, a known path with the
+// wrong method included: the ServeMux alone would answer that with 405,
+// Queen answers this 404.
+func (a *adapter) router() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range a.routes() {
+	for _, rt := range a.table {
 		mux.Handle(rt.Method+" "+rt.Pattern, a.serve(rt))
 	}
 	// Anything the table does not know needs read-write access, like
 	// Queen's: without it a client learns nothing of what exists.
 	unknown := RouteInfo{Access: AccessReadWrite, Name: noSuchRouteName, Scope: ScopeProcess}
-	fallback := a.serve(route{unknown, noSuchRoute})
-	mux.Handle("/", fallback)
-	dotted := a.serve(route{unknown, dottedPath})
+	notFound := a.serve(Route{unknown, noSuchRoute})
+	mux.Handle("/", a.fallback(notFound))
+	dotted := a.serve(Route{unknown, dottedPath})
 	var preflight http.Handler
 	if a.cors != nil {
-		preflight = a.serve(route{RouteInfo{Access: AccessPublic, Name: corsPreflightName, Scope: ScopeProcess}, a.cors.preflight})
+		preflight = a.serve(Route{RouteInfo{Access: AccessPublic, Name: corsPreflightName, Scope: ScopeProcess},
+			a.cors.preflight})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.cors != nil && a.cors.handle(w, r) {
@@ -275,7 +197,7 @@ func (a *api) router() http.Handler {
 			if hasDotSegment(p) {
 				dotted.ServeHTTP(w, r)
 			} else {
-				fallback.ServeHTTP(w, r)
+				notFound.ServeHTTP(w, r)
 			}
 			return
 		}
@@ -283,7 +205,24 @@ func (a *api) router() http.Handler {
 	})
 }
 
-func noSuchRoute(w http.ResponseWriter, r *http.Request) error { return errNoSuchRoute }
+// fallback asks the groups' fallbacks for a route, in order, and answers
+// with notFound when none takes the request.
+func (a *adapter) fallback(notFound http.Handler) http.Handler {
+	if len(a.fallbacks) == 0 {
+		return notFound
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, g := range a.fallbacks {
+			if rt, ok := g.Fallback(r); ok {
+				a.serveOne(&rt, a.guarded(&rt.RouteInfo), w, r)
+				return
+			}
+		}
+		notFound.ServeHTTP(w, r)
+	})
+}
+
+func noSuchRoute(w http.ResponseWriter, r *http.Request) error { return api.ErrNoSuchRoute }
 
 func dottedPath(w http.ResponseWriter, r *http.Request) error {
 	return badRequest(`bad path: a name cannot be "." or ".."`)

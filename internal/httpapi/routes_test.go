@@ -105,7 +105,7 @@ func TestAccessIsARoleSet(t *testing.T) {
 // and the rest of system/*, migration, the spool's status, process and
 // database metrics, the stats refresh, this API's description); every
 // route outside those prefixes is process-wide. A route added without
-// processWide() is tenant-scoped, which this test accepts for API routes
+// ProcessWide() is tenant-scoped, which this test accepts for API routes
 // and refuses for the process-level ones.
 func TestRouteScope(t *testing.T) {
 	processLevel := []string{

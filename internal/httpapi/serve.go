@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 )
 
@@ -29,7 +30,7 @@ type exchange struct {
 	id       string
 	idHeader [1]string // backs the X-Request-Id header value
 	status   int
-	rt       *route    // the route served
+	rt       *Route    // the route served
 	start    time.Time // when the request was read
 	parked   bool      // the answer comes from a parked poll, which calls finish
 }
@@ -87,57 +88,75 @@ func validRequestID(s string) bool {
 
 // serve adapts a route's handler to net/http: it sets the request id,
 // admits the caller (authentication, access level, tenant), caps the body,
-// runs the handler, answers the error it returns, and counts the request
-// under the route's name. Its cost is per request, never per item.
-func (a *api) serve(rt route) http.Handler {
-	// Decided once per route: with authentication off, a process-wide route
-	// pays nothing for access control, and a tenant-scoped one one header
-	// lookup.
-	guarded := (a.auth != nil && rt.Access != AccessPublic) || rt.Scope == ScopeTenant
+// runs the handler behind the route's gate, answers the error it returns in
+// the route's envelope, and counts the request under the route's name. Its
+// cost is per request, never per item.
+func (a *adapter) serve(rt Route) http.Handler {
+	guarded := a.guarded(&rt.RouteInfo)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		e := &exchange{ResponseWriter: w, id: requestID(r), rt: &rt, start: start}
-		e.idHeader[0] = e.id
-		w.Header()[requestIDHeader] = e.idHeader[:]
-		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e))
-
-		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(start.Add(a.writeTimeout))
-		var err error
-		if guarded {
-			err = a.admit(e, r, &rt.RouteInfo)
-		}
-		switch {
-		case err != nil:
-			// Refused before anything else: an unauthenticated client
-			// learns nothing of the route.
-		case r.Method == http.MethodHead && rt.Access != AccessPublic:
-			// ServeMux lets HEAD match a GET route; a HEAD must never
-			// pop, so only public routes answer it.
-			err = errNoSuchRoute
-		case r.ContentLength > a.maxBody:
-			// Refused before the handler runs, unread.
-			err = &http.MaxBytesError{Limit: a.maxBody}
-		default:
-			if r.Body != nil && r.Body != http.NoBody {
-				// The connection's own writer: MaxBytesReader tells it to
-				// close the connection after the answer.
-				r.Body = http.MaxBytesReader(w, &slowBody{body: r.Body, rc: rc, start: start,
-					idle: a.readTimeout, minRate: a.minRate}, a.maxBody)
-			}
-			err = rt.handler(e, r)
-		}
-		if err != nil {
-			a.writeError(e, r, rt, err)
-		}
-		if !e.parked {
-			a.finish(r.Context(), e, r.Method)
-		}
+		a.serveOne(&rt, guarded, w, r)
 	})
 }
 
+// guarded says whether a request to rt goes through admit. Decided once
+// per route: with authentication off, a process-wide route pays nothing
+// for access control, and a tenant-scoped one one header lookup.
+func (a *adapter) guarded(rt *RouteInfo) bool {
+	return (a.auth != nil && rt.Access != AccessPublic) || rt.Scope == ScopeTenant
+}
+
+// serveOne serves one request to rt (see serve).
+func (a *adapter) serveOne(rt *Route, guarded bool, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	e := &exchange{ResponseWriter: w, id: requestID(r), rt: rt, start: start}
+	e.idHeader[0] = e.id
+	w.Header()[requestIDHeader] = e.idHeader[:]
+	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e))
+
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(start.Add(a.writeTimeout))
+	var err error
+	if guarded {
+		err = a.admit(e, r, &rt.RouteInfo)
+	}
+	var envelope *Envelope // the door's refusals are Queen's on every route
+	switch {
+	case err != nil:
+		// Refused before anything else: an unauthenticated client
+		// learns nothing of the route.
+	case r.Method == http.MethodHead && rt.Access != AccessPublic:
+		// ServeMux lets HEAD match a GET route; a HEAD must never
+		// pop, so only public routes answer it.
+		err = api.ErrNoSuchRoute
+	case r.ContentLength > a.maxBody:
+		// Refused before the handler runs, unread.
+		err = bodyTooLarge(a.maxBody)
+	default:
+		if r.Body != nil && r.Body != http.NoBody {
+			// The connection's own writer: MaxBytesReader tells it to
+			// close the connection after the answer.
+			r.Body = http.MaxBytesReader(w, &slowBody{body: r.Body, rc: rc, start: start,
+				idle: a.readTimeout, minRate: a.minRate}, a.maxBody)
+		}
+		envelope = rt.Envelope
+		if g := rt.Gate; g != nil {
+			if err = g.check(); err == nil {
+				err = g.outcome(rt.Handler(e, r))
+			}
+		} else {
+			err = rt.Handler(e, r)
+		}
+	}
+	if err != nil {
+		a.writeError(e, r, rt, err, envelope)
+	}
+	if !e.parked {
+		a.finish(r.Context(), e, r.Method)
+	}
+}
+
 // finish counts an answered request and logs it at debug level.
-func (a *api) finish(ctx context.Context, e *exchange, method string) {
+func (a *adapter) finish(ctx context.Context, e *exchange, method string) {
 	if e.status == 0 {
 		e.status = http.StatusOK
 	}

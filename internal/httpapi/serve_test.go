@@ -103,7 +103,7 @@ func TestAccessLog(t *testing.T) {
 // cap, metrics, and an access log that is off.
 func BenchmarkServe(b *testing.B) {
 	log, _ := recordLogs(slog.LevelInfo)
-	h := newAPI(Config{Logger: log}).serve(route{RouteInfo{Name: "bench"}, func(w http.ResponseWriter, r *http.Request) error {
+	h := newAdapter(Config{Logger: log}).serve(Route{RouteInfo{Name: "bench"}, func(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}})
@@ -154,7 +154,7 @@ func BenchmarkServeAuth(b *testing.B) {
 				b.Fatal(err)
 			}
 			log, _ := recordLogs(slog.LevelInfo)
-			h := newAPI(Config{Logger: log, Auth: v}).serve(route{RouteInfo{Name: "bench", Access: AccessWriteOnly},
+			h := newAdapter(Config{Logger: log, Auth: v}).serve(Route{RouteInfo{Name: "bench", Access: AccessWriteOnly},
 				func(w http.ResponseWriter, r *http.Request) error {
 					if caller(r).Subject == "" {
 						b.Fatal("no subject")

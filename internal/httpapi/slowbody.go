@@ -6,12 +6,13 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // errSlowBody ends a request whose body stopped arriving, or arrives too
 // slowly: 408, and the connection is closed.
-var errSlowBody = &httpError{status: http.StatusRequestTimeout,
-	msg: "request body too slow: it must keep arriving (QUEEN_HTTP_READ_TIMEOUT_MS, QUEEN_HTTP_BODY_MIN_RATE)"}
+var errSlowBody = api.ErrBodyTooSlow
 
 // slowBody bounds how long a body may take: every read must bring bytes
 // within idle, and once idle has passed since the request began the body

@@ -5,13 +5,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/queen-go/queen/api"
 )
 
 // checkBadRequest fails unless err is a 400 whose text speaks JSON, not Go.
 func checkBadRequest(t *testing.T, body []byte, err error) {
 	t.Helper()
-	var he *httpError
-	if !errors.As(err, &he) || he.status != http.StatusBadRequest {
+	var he *api.Error
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest {
 		t.Fatalf("body %q: error %v (%T) is not a 400", body, err, err)
 	}
 	msg := quoted.ReplaceAllString(err.Error(), `""`)

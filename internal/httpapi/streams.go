@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/streams"
 )
@@ -28,14 +29,18 @@ const MaxStateKeyBytes = 1024
 
 // streamRoutes serve stream queries: registration, cycles and state reads
 // (Queen's /streams/v1), and listing and deleting queries.
-func (a *api) streamRoutes() []route {
-	return []route{
-		r(AccessReadWrite, "POST", "/streams/v1/queries", "streams_register", a.streamsRegister),
-		r(AccessReadWrite, "POST", "/streams/v1/cycle", "streams_cycle", a.streamsCycle),
-		r(AccessRead, "POST", "/streams/v1/state/get", "streams_state_get", a.streamsStateGet),
-		r(AccessRead, "GET", "/api/v1/streams/queries", "streams_query_list", a.streamsQueryList),
-		r(AccessRead, "GET", "/api/v1/streams/queries/{name}", "streams_query_get", a.streamsQueryGet),
-		r(AccessAdmin, "DELETE", "/api/v1/streams/queries/{name}", "streams_query_delete", a.streamsQueryDelete),
+type streamRoutes struct {
+	streams *streams.Streams
+}
+
+func (g *streamRoutes) Routes() []Route {
+	return []Route{
+		row(AccessReadWrite, "POST", "/streams/v1/queries", "streams_register", g.streamsRegister),
+		row(AccessReadWrite, "POST", "/streams/v1/cycle", "streams_cycle", g.streamsCycle),
+		row(AccessRead, "POST", "/streams/v1/state/get", "streams_state_get", g.streamsStateGet),
+		row(AccessRead, "GET", "/api/v1/streams/queries", "streams_query_list", g.streamsQueryList),
+		row(AccessRead, "GET", "/api/v1/streams/queries/{name}", "streams_query_get", g.streamsQueryGet),
+		row(AccessAdmin, "DELETE", "/api/v1/streams/queries/{name}", "streams_query_delete", g.streamsQueryDelete),
 	}
 }
 
@@ -55,12 +60,12 @@ func decodeObject(body []byte, v any) error {
 
 // requiredID returns the UUID at key in canonical form: Queen's "<key> is
 // required" when it is absent or empty.
-func requiredID(key string, v *string) (string, error) {
-	if v == nil || *v == "" {
+func requiredID(key, v string) (string, error) {
+	if v == "" {
 		return "", badRequest(key + " is required")
 	}
-	id, err := uuid.Parse(*v)
-	if err != nil || len(*v) > MaxIDBytes {
+	id, err := uuid.Parse(v)
+	if err != nil || len(v) > MaxIDBytes {
 		return "", badBody("%s is not a UUID", key)
 	}
 	return id.String(), nil
@@ -68,14 +73,14 @@ func requiredID(key string, v *string) (string, error) {
 
 // requiredName returns the name at key: Queen's "<key> is required" when
 // it is absent or empty, a bad body when it is not a valid name.
-func requiredName(key string, v *string, kind nameKind) (string, error) {
-	if v == nil || *v == "" {
+func requiredName(key, v string, kind nameKind) (string, error) {
+	if v == "" {
 		return "", badRequest(key + " is required")
 	}
-	if err := checkBodyText(*v, kind, at("", key)); err != nil {
+	if err := checkBodyText(v, kind, at("", key)); err != nil {
 		return "", err
 	}
-	return *v, nil
+	return v, nil
 }
 
 // checkStateKey refuses a state key that is not valid UTF-8, holds a NUL
@@ -96,17 +101,9 @@ func checkStateKey(k string, where func() string) error {
 // ---------------------------------------------------------------------------
 // POST /streams/v1/queries
 
-type streamsRegisterBody struct {
-	ConfigHash  *string `json:"config_hash"`
-	Name        *string `json:"name"`
-	Reset       *bool   `json:"reset"`
-	SinkQueue   *string `json:"sink_queue"`
-	SourceQueue *string `json:"source_queue"`
-}
-
 // DecodeStreamsRegister parses a registration body.
 func DecodeStreamsRegister(body []byte) (streams.Registration, error) {
-	var b streamsRegisterBody
+	var b api.StreamsRegisterRequest
 	if err := decodeObject(body, &b); err != nil {
 		return streams.Registration{}, err
 	}
@@ -121,35 +118,19 @@ func DecodeStreamsRegister(body []byte) (streams.Registration, error) {
 	if r.ConfigHash, err = requiredName("config_hash", b.ConfigHash, kindID); err != nil {
 		return r, err
 	}
-	if r.SinkQueue = deref(b.SinkQueue); r.SinkQueue != "" {
+	if r.SinkQueue = b.SinkQueue; r.SinkQueue != "" {
 		if err := checkBodyText(r.SinkQueue, kindName, at("", "sink_queue")); err != nil {
 			return r, err
 		}
 	}
-	r.Reset = b.Reset != nil && *b.Reset
+	r.Reset = b.Reset
 	return r, nil
 }
 
-type streamsRegisterJSON struct {
-	Success    bool   `json:"success"`
-	QueryID    string `json:"query_id"`
-	Name       string `json:"name"`
-	ConfigHash string `json:"config_hash"`
-	Fresh      bool   `json:"fresh"`
-	Reset      bool   `json:"reset"`
-}
-
-// streamsMismatchJSON is the 409 of a config hash mismatch: Queen's stored
-// procedure result, which its SDKs read (the error and the query's id), so
-// it is written here rather than as the usual {"error": …}.
-type streamsMismatchJSON struct {
-	Success bool   `json:"success"`
-	QueryID string `json:"query_id"`
-	Name    string `json:"name"`
-	Error   string `json:"error"`
-}
-
-func (a *api) streamsRegister(w http.ResponseWriter, r *http.Request) error {
+// streamsRegister answers a config hash mismatch with Queen's stored
+// procedure result (api.StreamsMismatch), which its SDKs read (the error
+// and the query's id), rather than with the usual {"error": …}.
+func (g *streamRoutes) streamsRegister(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -158,17 +139,17 @@ func (a *api) streamsRegister(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.streams.Register(r.Context(), caller(r).Tenant, reg)
+	res, err := g.streams.Register(r.Context(), caller(r).Tenant, reg)
 	var mismatch *streams.MismatchError
 	if errors.As(err, &mismatch) {
-		writeJSON(w, http.StatusConflict, streamsMismatchJSON{QueryID: mismatch.QueryID, Name: mismatch.Name,
+		writeJSON(w, http.StatusConflict, api.StreamsMismatch{QueryID: mismatch.QueryID, Name: mismatch.Name,
 			Error: mismatch.Error()})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, streamsRegisterJSON{Success: true, QueryID: res.QueryID, Name: reg.Name,
+	writeJSON(w, http.StatusOK, api.StreamsRegistered{Success: true, QueryID: res.QueryID, Name: reg.Name,
 		ConfigHash: reg.ConfigHash, Fresh: res.Fresh, Reset: res.Reset})
 	return nil
 }
@@ -176,41 +157,12 @@ func (a *api) streamsRegister(w http.ResponseWriter, r *http.Request) error {
 // ---------------------------------------------------------------------------
 // POST /streams/v1/cycle
 
-type stateOpJSON struct {
-	Key   *string         `json:"key"`
-	Type  *string         `json:"type"`
-	Value json.RawMessage `json:"value"`
-}
-
-type cyclePushJSON struct {
-	pushItemJSON
-	MessageID *string `json:"messageId"`
-}
-
-type cycleAckJSON struct {
-	Count         *int    `json:"count"`
-	Error         *string `json:"error"`
-	LeaseID       *string `json:"leaseId"`
-	Status        *string `json:"status"`
-	TransactionID *string `json:"transactionId"`
-}
-
-type cycleBody struct {
-	Ack           *cycleAckJSON   `json:"ack"`
-	ConsumerGroup *string         `json:"consumer_group"`
-	PartitionID   *string         `json:"partition_id"`
-	PushItems     []cyclePushJSON `json:"push_items"`
-	QueryID       *string         `json:"query_id"`
-	ReleaseLease  *bool           `json:"release_lease"`
-	StateOps      []stateOpJSON   `json:"state_ops"`
-}
-
 // rangeCount bounds an ack's count.
 var rangeCount = intRange{0, 1<<31 - 1}
 
 // DecodeStreamsCycle parses a cycle body.
 func DecodeStreamsCycle(body []byte) (*streams.Cycle, error) {
-	var b cycleBody
+	var b api.StreamsCycleRequest
 	if err := decodeObject(body, &b); err != nil {
 		return nil, err
 	}
@@ -222,40 +174,40 @@ func DecodeStreamsCycle(body []byte) (*streams.Cycle, error) {
 	if cy.PartitionID, err = requiredID("partition_id", b.PartitionID); err != nil {
 		return nil, err
 	}
-	if cy.ConsumerGroup = deref(b.ConsumerGroup); cy.ConsumerGroup != "" {
+	if cy.ConsumerGroup = b.ConsumerGroup; cy.ConsumerGroup != "" {
 		if err := checkBodyText(cy.ConsumerGroup, kindName, at("", "consumer_group")); err != nil {
 			return nil, err
 		}
 	}
-	if cy.StateOps, err = stateOps(b.StateOps); err != nil {
+	if cy.StateOps, err = stateOps(body, b.StateOps); err != nil {
 		return nil, err
 	}
-	if cy.Pushes, err = cyclePushes(b.PushItems); err != nil {
+	if cy.Pushes, err = cyclePushes(body, b.PushItems); err != nil {
 		return nil, err
 	}
 	if b.Ack != nil {
-		if cy.Ack, err = b.Ack.ack(); err != nil {
+		if cy.Ack, err = cycleAck(body, b.Ack); err != nil {
 			return nil, err
 		}
 	}
 	return cy, nil
 }
 
-func stateOps(in []stateOpJSON) ([]store.StreamStateOp, error) {
+func stateOps(body []byte, in []api.StreamsStateOp) ([]store.StreamStateOp, error) {
 	ops := make([]store.StreamStateOp, len(in))
 	for i, op := range in {
 		path := elem("state_ops", i)
-		if op.Type == nil {
+		if op.Type == "" && presence(body, path, "type") == "missing" {
 			return nil, fieldError(path, "type", "missing", "upsert or delete")
 		}
-		if op.Key == nil {
+		if op.Key == "" && presence(body, path, "key") == "missing" {
 			return nil, fieldError(path, "key", "missing", "")
 		}
-		if err := checkStateKey(*op.Key, at(path, "key")); err != nil {
+		if err := checkStateKey(op.Key, at(path, "key")); err != nil {
 			return nil, err
 		}
-		switch *op.Type {
-		case "upsert":
+		switch op.Type {
+		case api.StateUpsert:
 			value := []byte(op.Value)
 			switch {
 			case len(value) == 0:
@@ -266,27 +218,27 @@ func stateOps(in []stateOpJSON) ([]store.StreamStateOp, error) {
 					value = compact.Bytes()
 				}
 			}
-			ops[i] = store.StreamStateOp{Key: *op.Key, Value: value}
-		case "delete":
-			ops[i] = store.StreamStateOp{Key: *op.Key, Delete: true}
+			ops[i] = store.StreamStateOp{Key: op.Key, Value: value}
+		case api.StateDelete:
+			ops[i] = store.StreamStateOp{Key: op.Key, Delete: true}
 		default:
-			return nil, badBody("%s.type: expected upsert or delete, got %q", path, *op.Type)
+			return nil, badBody("%s.type: expected upsert or delete, got %q", path, op.Type)
 		}
 	}
 	return ops, nil
 }
 
-func cyclePushes(in []cyclePushJSON) ([]store.PushItem, error) {
-	plain := make([]pushItemJSON, len(in))
+func cyclePushes(body []byte, in []api.StreamsPushItem) ([]store.PushItem, error) {
+	plain := make([]api.PushItem, len(in))
 	for i := range in {
-		plain[i] = in[i].pushItemJSON
+		plain[i] = in[i].PushItem
 	}
-	items, err := pushItems(plain, "push_items")
+	items, err := pushItems(body, plain, "push_items")
 	if err != nil {
 		return nil, err
 	}
 	for i := range in {
-		if id := deref(in[i].MessageID); id != "" {
+		if id := in[i].MessageID; id != "" {
 			u, err := uuid.Parse(id)
 			if err != nil || len(id) > MaxIDBytes {
 				return nil, badBody("%s.messageId is not a UUID", elem("push_items", i))
@@ -297,31 +249,31 @@ func cyclePushes(in []cyclePushJSON) ([]store.PushItem, error) {
 	return items, nil
 }
 
-func (a *cycleAckJSON) ack() (*streams.Ack, error) {
-	if state := presence(a.TransactionID); state != "" {
-		return nil, fieldError("ack", "transactionId", state, "")
+func cycleAck(body []byte, a *api.StreamsAck) (*streams.Ack, error) {
+	if a.TransactionID == "" {
+		return nil, fieldError("ack", "transactionId", presence(body, "ack", "transactionId"), "")
 	}
 	for _, f := range [...]struct {
 		key  string
-		v    *string
+		v    string
 		kind nameKind
 	}{
 		{"transactionId", a.TransactionID, kindName}, {"leaseId", a.LeaseID, kindID}, {"error", a.Error, kindText},
 	} {
-		if f.v != nil && *f.v != "" {
-			if err := checkBodyText(*f.v, f.kind, at("ack", f.key)); err != nil {
+		if f.v != "" {
+			if err := checkBodyText(f.v, f.kind, at("ack", f.key)); err != nil {
 				return nil, err
 			}
 		}
 	}
-	out := &streams.Ack{Count: 1, Error: deref(a.Error), LeaseID: deref(a.LeaseID), TransactionID: *a.TransactionID}
+	out := &streams.Ack{Count: 1, Error: a.Error, LeaseID: a.LeaseID, TransactionID: a.TransactionID}
 	if a.Count != nil {
 		if err := rangeCount.check(func() string { return "bad body: ack.count" }, *a.Count); err != nil {
 			return nil, err
 		}
 		out.Count = *a.Count
 	}
-	switch s := deref(a.Status); s {
+	switch s := a.Status; s {
 	case "", "completed", "success":
 	case "failed", "dlq":
 		out.Failed = true
@@ -331,29 +283,10 @@ func (a *cycleAckJSON) ack() (*streams.Ack, error) {
 	return out, nil
 }
 
-type cycleAckResultJSON struct {
-	Success       bool `json:"success"`
-	Count         int  `json:"count"`
-	LeaseReleased bool `json:"lease_released"`
-	DLQ           bool `json:"dlq"`
-}
-
-// cycleJSON is a cycle's answer, of a commit and of a failure alike.
-type cycleJSON struct {
-	Success         bool                `json:"success"`
-	QueryID         string              `json:"query_id"`
-	PartitionID     string              `json:"partition_id"`
-	QueueName       *string             `json:"queueName"`
-	StateOpsApplied int                 `json:"state_ops_applied"`
-	PushResults     []pushVerdictJSON   `json:"push_results"`
-	AckResult       *cycleAckResultJSON `json:"ack_result"`
-	Error           *string             `json:"error,omitempty"`
-}
-
 // streamsCycle answers 200 once the cycle reached the store, committed or
 // not: Queen's SDKs read success and error. Only a request refused at the
 // door (400) or a store that cannot be reached (503) is an HTTP error.
-func (a *api) streamsCycle(w http.ResponseWriter, r *http.Request) error {
+func (g *streamRoutes) streamsCycle(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -362,19 +295,19 @@ func (a *api) streamsCycle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.streams.Cycle(r.Context(), caller(r), cy)
+	res, err := g.streams.Cycle(r.Context(), caller(r), cy)
 	if err != nil {
 		return err
 	}
-	out := cycleJSON{Success: res.Success, QueryID: cy.QueryID, PartitionID: cy.PartitionID,
+	out := api.StreamsCycle{Success: res.Success, QueryID: cy.QueryID, PartitionID: cy.PartitionID,
 		QueueName: nullable(res.Queue), StateOpsApplied: res.StateOpsApplied, Error: nullable(res.Error),
-		PushResults: make([]pushVerdictJSON, len(res.Pushes))}
+		PushResults: make([]api.PushVerdict, len(res.Pushes))}
 	for i, v := range res.Pushes {
-		out.PushResults[i] = pushVerdictJSON{Index: i, MessageID: nullable(v.MessageID), TransactionID: v.TransactionID,
-			QueueName: v.Queue, Status: string(v.Status)}
+		out.PushResults[i] = api.PushVerdict{Index: i, MessageID: nullable(v.MessageID), TransactionID: v.TransactionID,
+			QueueName: v.Queue, Status: v.Status}
 	}
 	if ack := res.Ack; ack != nil {
-		out.AckResult = &cycleAckResultJSON{Success: true, Count: ack.Count, LeaseReleased: ack.LeaseReleased, DLQ: ack.DLQ}
+		out.AckResult = &api.StreamsAckResult{Success: true, Count: ack.Count, LeaseReleased: ack.LeaseReleased, DLQ: ack.DLQ}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -383,17 +316,9 @@ func (a *api) streamsCycle(w http.ResponseWriter, r *http.Request) error {
 // ---------------------------------------------------------------------------
 // POST /streams/v1/state/get
 
-type stateGetBody struct {
-	KeyPrefix      *string  `json:"key_prefix"`
-	Keys           []string `json:"keys"`
-	PartitionID    *string  `json:"partition_id"`
-	QueryID        *string  `json:"query_id"`
-	RipeAtOrBefore *float64 `json:"ripe_at_or_before"`
-}
-
 // DecodeStreamsStateGet parses a state read.
 func DecodeStreamsStateGet(body []byte) (streams.StateQuery, error) {
-	var b stateGetBody
+	var b api.StreamsStateGetRequest
 	var q streams.StateQuery
 	if err := decodeObject(body, &b); err != nil {
 		return q, err
@@ -411,7 +336,7 @@ func DecodeStreamsStateGet(body []byte) (streams.StateQuery, error) {
 		}
 	}
 	q.Keys, q.RipeAtOrBefore = b.Keys, b.RipeAtOrBefore
-	if q.KeyPrefix = deref(b.KeyPrefix); q.KeyPrefix != "" {
+	if q.KeyPrefix = b.KeyPrefix; q.KeyPrefix != "" {
 		if err := checkStateKey(q.KeyPrefix, at("", "key_prefix")); err != nil {
 			return q, err
 		}
@@ -419,18 +344,7 @@ func DecodeStreamsStateGet(body []byte) (streams.StateQuery, error) {
 	return q, nil
 }
 
-type stateRowJSON struct {
-	Key       string          `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	UpdatedAt string          `json:"updated_at"`
-}
-
-type stateGetJSON struct {
-	Success bool           `json:"success"`
-	Rows    []stateRowJSON `json:"rows"`
-}
-
-func (a *api) streamsStateGet(w http.ResponseWriter, r *http.Request) error {
+func (g *streamRoutes) streamsStateGet(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -439,13 +353,13 @@ func (a *api) streamsStateGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := a.streams.State(r.Context(), caller(r).Tenant, q)
+	rows, err := g.streams.State(r.Context(), caller(r).Tenant, q)
 	if err != nil {
 		return err
 	}
-	out := stateGetJSON{Success: true, Rows: make([]stateRowJSON, len(rows))}
-	for i, row := range rows {
-		out.Rows[i] = stateRowJSON{Key: row.Key, Value: row.Value, UpdatedAt: timestamp(row.UpdatedAt)}
+	out := api.StreamsState{Success: true, Rows: make([]api.StreamsStateRow, len(rows))}
+	for i, sr := range rows {
+		out.Rows[i] = api.StreamsStateRow{Key: sr.Key, Value: sr.Value, UpdatedAt: api.TimeOf(sr.UpdatedAt)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -454,46 +368,24 @@ func (a *api) streamsStateGet(w http.ResponseWriter, r *http.Request) error {
 // ---------------------------------------------------------------------------
 // The control plane: /api/v1/streams/queries
 
-type stateSizeJSON struct {
-	Partitions int   `json:"partitions"`
-	Rows       int64 `json:"rows"`
-	Bytes      int64 `json:"bytes"`
+func streamQuery(q *store.StreamQuery) api.StreamsQuery {
+	return api.StreamsQuery{QueryID: q.ID, Name: q.Name, SourceQueue: q.SourceQueue, SinkQueue: nullable(q.SinkQueue),
+		ConfigHash: q.ConfigHash, CreatedAt: api.TimeOf(q.CreatedAt), UpdatedAt: api.TimeOf(q.UpdatedAt),
+		State: api.StreamsStateSize{Partitions: q.State.Partitions, Rows: q.State.Rows, Bytes: q.State.Bytes}}
 }
 
-type streamQueryJSON struct {
-	QueryID     string        `json:"queryId"`
-	Name        string        `json:"name"`
-	SourceQueue string        `json:"sourceQueue"`
-	SinkQueue   *string       `json:"sinkQueue"`
-	ConfigHash  string        `json:"configHash"`
-	CreatedAt   string        `json:"createdAt"`
-	UpdatedAt   string        `json:"updatedAt"`
-	State       stateSizeJSON `json:"state"`
-}
-
-func streamQuery(q *store.StreamQuery) streamQueryJSON {
-	return streamQueryJSON{QueryID: q.ID, Name: q.Name, SourceQueue: q.SourceQueue, SinkQueue: nullable(q.SinkQueue),
-		ConfigHash: q.ConfigHash, CreatedAt: timestamp(q.CreatedAt), UpdatedAt: timestamp(q.UpdatedAt),
-		State: stateSizeJSON{Partitions: q.State.Partitions, Rows: q.State.Rows, Bytes: q.State.Bytes}}
-}
-
-type streamQueryListJSON struct {
-	Queries    []streamQueryJSON `json:"queries"`
-	Pagination paginationJSON    `json:"pagination"`
-}
-
-func (a *api) streamsQueryList(w http.ResponseWriter, r *http.Request) error {
+func (g *streamRoutes) streamsQueryList(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	limit, offset := q.page(DefaultListLimit, MaxListLimit)
 	if q.err != nil {
 		return q.err
 	}
-	res, err := a.streams.Queries(r.Context(), caller(r).Tenant, limit, offset)
+	res, err := g.streams.Queries(r.Context(), caller(r).Tenant, limit, offset)
 	if err != nil {
 		return err
 	}
-	out := streamQueryListJSON{Queries: make([]streamQueryJSON, len(res.Queries)),
-		Pagination: paginationJSON{Limit: limit, Offset: offset, Total: res.Total}}
+	out := api.StreamsQueryList{Queries: make([]api.StreamsQuery, len(res.Queries)),
+		Pagination: pagination(limit, offset, res.Total)}
 	for i := range res.Queries {
 		out.Queries[i] = streamQuery(&res.Queries[i])
 	}
@@ -501,11 +393,11 @@ func (a *api) streamsQueryList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) streamsQueryGet(w http.ResponseWriter, r *http.Request) error {
+func (g *streamRoutes) streamsQueryGet(w http.ResponseWriter, r *http.Request) error {
 	if err := pathNames(r, "name"); err != nil {
 		return err
 	}
-	q, err := a.streams.Query(r.Context(), caller(r).Tenant, r.PathValue("name"))
+	q, err := g.streams.Query(r.Context(), caller(r).Tenant, r.PathValue("name"))
 	if err != nil {
 		return entity(err)
 	}
@@ -513,22 +405,17 @@ func (a *api) streamsQueryGet(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type streamQueryDeleteJSON struct {
-	Deleted bool   `json:"deleted"`
-	Name    string `json:"name"`
-}
-
 // streamsQueryDelete answers 200 whether or not the query existed, as a
 // queue deletion does.
-func (a *api) streamsQueryDelete(w http.ResponseWriter, r *http.Request) error {
+func (g *streamRoutes) streamsQueryDelete(w http.ResponseWriter, r *http.Request) error {
 	if err := pathNames(r, "name"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
-	existed, err := a.streams.Delete(r.Context(), caller(r).Tenant, name)
+	existed, err := g.streams.Delete(r.Context(), caller(r).Tenant, name)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, streamQueryDeleteJSON{Deleted: existed, Name: name})
+	writeJSON(w, http.StatusOK, api.StreamsQueryDelete{Deleted: existed, Name: name})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -58,7 +59,7 @@ func streamsText(msg string) bool {
 func checkStreamsErr(t *testing.T, body []byte, err error) {
 	t.Helper()
 	if err != nil && streamsText(err.Error()) {
-		if _, ok := err.(*httpError); !ok {
+		if _, ok := err.(*api.Error); !ok {
 			t.Fatalf("body %q: error %v (%T) is not a bad request", body, err, err)
 		}
 		return
@@ -71,7 +72,7 @@ func FuzzDecodeStreamsRegister(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &streamsRegisterBody{})
+		checkWalk(t, body, &api.StreamsRegisterRequest{})
 		r, err := DecodeStreamsRegister(body)
 		if err != nil {
 			checkStreamsErr(t, body, err)
@@ -88,7 +89,7 @@ func FuzzDecodeStreamsCycle(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &cycleBody{})
+		checkWalk(t, body, &api.StreamsCycleRequest{})
 		cy, err := DecodeStreamsCycle(body)
 		if err != nil {
 			checkStreamsErr(t, body, err)
@@ -114,7 +115,7 @@ func FuzzDecodeStreamsStateGet(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		checkWalk(t, body, &stateGetBody{})
+		checkWalk(t, body, &api.StreamsStateGetRequest{})
 		q, err := DecodeStreamsStateGet(body)
 		if err != nil {
 			checkStreamsErr(t, body, err)

@@ -1,59 +1,61 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"math"
 	"net/http"
 	"time"
 
+	"github.com/queen-go/queen/api"
+	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/timers"
 )
 
-// timerRoutes serve timers (rules and the timer service in package timers).
-func (a *api) timerRoutes() []route {
-	return []route{
-		r(AccessWriteOnly, "POST", "/api/v1/timers", "timers_schedule", a.gated(featureTimers, a.timersSchedule)),
-		r(AccessRead, "GET", "/api/v1/timers", "timers_list", a.gated(featureTimers, a.timersList)),
-		r(AccessRead, "GET", "/api/v1/timers/{timerId}", "timer_get", a.gated(featureTimers, a.timerGet)),
-		r(AccessReadWrite, "DELETE", "/api/v1/timers/{timerId}", "timer_cancel", a.gated(featureTimers, a.timerCancel)),
-	}
+// timerRoutes serve timers (rules and the timer service in package
+// timers), behind the timers gate and the tenants' buckets.
+type timerRoutes struct {
+	bucket
+	gate   *Gate
+	timers *timers.Timers
 }
 
-type timerItemJSON struct {
-	DelaySeconds  *float64        `json:"delaySeconds"`
-	FireAt        *string         `json:"fireAt"`
-	Partition     *string         `json:"partition"`
-	Payload       json.RawMessage `json:"payload"`
-	Queue         *string         `json:"queue"`
-	TransactionID *string         `json:"transactionId"`
+func newTimerRoutes(t *timers.Timers, b bucket, br *broker.Broker) *timerRoutes {
+	return &timerRoutes{bucket: b, timers: t,
+		gate: featureGate("timers", api.TextTimersDisabled, func() bool { return t != nil && t.Enabled() }, br)}
+}
+
+func (g *timerRoutes) Routes() []Route {
+	return Behind(g.gate, nil,
+		row(AccessWriteOnly, "POST", "/api/v1/timers", "timers_schedule", g.timersSchedule),
+		row(AccessRead, "GET", "/api/v1/timers", "timers_list", g.timersList),
+		row(AccessRead, "GET", "/api/v1/timers/{timerId}", "timer_get", g.timerGet),
+		row(AccessReadWrite, "DELETE", "/api/v1/timers/{timerId}", "timer_cancel", g.timerCancel),
+	)
 }
 
 // DecodeTimers parses a POST /api/v1/timers body.
 func DecodeTimers(body []byte) ([]timers.Request, error) {
-	var b struct {
-		Items *[]timerItemJSON `json:"items"`
-	}
+	var b api.TimersRequest
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
 	if b.Items == nil {
 		return nil, missing("items")
 	}
-	if len(*b.Items) == 0 {
+	if len(b.Items) == 0 {
 		return nil, badRequest("items array cannot be empty")
 	}
-	out := make([]timers.Request, len(*b.Items))
-	for i := range *b.Items {
-		it, path := &(*b.Items)[i], elem("items", i)
-		if state := presence(it.Queue); state != "" {
-			return nil, fieldError(path, "queue", state, "")
+	out := make([]timers.Request, len(b.Items))
+	for i := range b.Items {
+		it, path := &b.Items[i], elem("items", i)
+		if it.Queue == "" {
+			return nil, fieldError(path, "queue", presence(body, path, "queue"), "")
 		}
 		if len(it.Payload) == 0 {
 			return nil, fieldError(path, "payload", "missing", "null is a valid payload")
 		}
-		req := timers.Request{Queue: *it.Queue, Partition: deref(it.Partition), Payload: compactJSON(it.Payload),
-			TransactionID: deref(it.TransactionID)}
+		req := timers.Request{Queue: it.Queue, Partition: it.Partition, Payload: compactJSON(it.Payload),
+			TransactionID: it.TransactionID}
 		for key, v := range map[string]string{"queue": req.Queue, "partition": req.Partition, "transactionId": req.TransactionID} {
 			if v != "" {
 				if err := checkBodyText(v, kindName, at(path, key)); err != nil {
@@ -81,19 +83,9 @@ func DecodeTimers(body []byte) ([]timers.Request, error) {
 	return out, nil
 }
 
-type timerScheduledJSON struct {
-	Index         int     `json:"index"`
-	TimerID       *string `json:"timer_id"`
-	TransactionID string  `json:"transaction_id"`
-	QueueName     string  `json:"queueName"`
-	FireAt        *string `json:"fireAt"`
-	Status        string  `json:"status"`
-	Error         string  `json:"error,omitempty"`
-}
-
 // timersSchedule answers 201 with one verdict per item, in request order
 // (the casing mirrors a push's).
-func (a *api) timersSchedule(w http.ResponseWriter, r *http.Request) error {
+func (g *timerRoutes) timersSchedule(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -102,29 +94,29 @@ func (a *api) timersSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.timers.Check(reqs); err != nil {
+	if err := g.timers.Check(reqs); err != nil {
 		return err
 	}
-	if err := a.take(r, len(reqs)); err != nil {
+	if err := g.take(r, len(reqs)); err != nil {
 		return err
 	}
-	res, err := a.timers.Schedule(r.Context(), caller(r), reqs)
+	res, err := g.timers.Schedule(r.Context(), caller(r), reqs)
 	if err != nil {
 		return err
 	}
-	out := make([]timerScheduledJSON, len(res))
+	out := make([]api.TimerScheduled, len(res))
 	for i, s := range res {
-		j := timerScheduledJSON{Index: i, QueueName: reqs[i].Queue, TransactionID: s.Timer.TransactionID}
+		j := api.TimerScheduled{Index: i, QueueName: reqs[i].Queue, TransactionID: s.Timer.TransactionID}
 		switch {
 		case s.Error != "":
-			j.Status, j.Error = "failed", s.Error
+			j.Status, j.Error = api.TimerVerdictFailed, s.Error
 		case s.Duplicate:
-			j.Status = "duplicate"
+			j.Status = api.TimerVerdictDuplicate
 		default:
-			j.Status = "scheduled"
+			j.Status = api.TimerVerdictScheduled
 		}
 		if s.Timer.ID != "" {
-			j.TimerID, j.FireAt = &s.Timer.ID, tsOrNull(s.Timer.FireAt)
+			j.TimerID, j.FireAt = &s.Timer.ID, timeOrNull(s.Timer.FireAt)
 		}
 		out[i] = j
 	}
@@ -132,35 +124,21 @@ func (a *api) timersSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type timerJSON struct {
-	ID            string  `json:"id"`
-	Queue         string  `json:"queue"`
-	Partition     string  `json:"partition"`
-	TransactionID string  `json:"transactionId"`
-	FireAt        string  `json:"fireAt"`
-	Status        string  `json:"status"`
-	MessageID     *string `json:"messageId"`
-	CreatedAt     string  `json:"createdAt"`
-	FiredAt       *string `json:"firedAt"`
-	CancelledAt   *string `json:"cancelledAt,omitempty"`
-	Error         string  `json:"error,omitempty"`
-}
-
-func timerOut(t *store.Timer) timerJSON {
-	j := timerJSON{ID: t.ID, Queue: t.Queue, Partition: t.Partition, TransactionID: t.TransactionID,
-		FireAt: timestamp(t.FireAt), Status: string(t.Status), CreatedAt: timestamp(t.CreatedAt), Error: t.Error}
+func timerOut(t *store.Timer) api.Timer {
+	j := api.Timer{ID: t.ID, Queue: t.Queue, Partition: t.Partition, TransactionID: t.TransactionID,
+		FireAt: api.TimeOf(t.FireAt), Status: string(t.Status), CreatedAt: api.TimeOf(t.CreatedAt), Error: t.Error}
 	switch t.Status {
 	case store.TimerFired:
-		j.MessageID, j.FiredAt = nullable(t.MessageID), tsOrNull(t.FinishedAt)
+		j.MessageID, j.FiredAt = nullable(t.MessageID), timeOrNull(t.FinishedAt)
 	case store.TimerCancelled:
-		j.CancelledAt = tsOrNull(t.FinishedAt)
+		j.CancelledAt = timeOrNull(t.FinishedAt)
 	case store.TimerFailed:
-		j.FiredAt = tsOrNull(t.FinishedAt)
+		j.FiredAt = timeOrNull(t.FinishedAt)
 	}
 	return j
 }
 
-func (a *api) timersList(w http.ResponseWriter, r *http.Request) error {
+func (g *timerRoutes) timersList(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	p := &store.TimerListParams{Queue: q.name("queue"), Status: store.TimerStatus(q.str("status")),
 		Limit: q.int("limit", 100, intRange{1, 1000}), Offset: q.int("offset", 0, intRange{0, math.MaxInt32}),
@@ -168,18 +146,14 @@ func (a *api) timersList(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	res, err := a.timers.List(r.Context(), p)
+	res, err := g.timers.List(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Timers     []timerJSON    `json:"timers"`
-		Pagination map[string]int `json:"pagination"`
-	}{Timers: make([]timerJSON, len(res.Timers)),
-		Pagination: map[string]int{"limit": p.Limit, "offset": p.Offset, "total": res.Total}}
+	out := api.TimerList{Timers: make([]api.Timer, len(res.Timers)), Pagination: pagination(p.Limit, p.Offset, res.Total)}
 	for i := range res.Timers {
 		out.Timers[i] = timerOut(&res.Timers[i])
 	}
@@ -187,14 +161,14 @@ func (a *api) timersList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *api) timerGet(w http.ResponseWriter, r *http.Request) error {
+func (g *timerRoutes) timerGet(w http.ResponseWriter, r *http.Request) error {
 	if err := checkPathText("timerId", r.PathValue("timerId"), kindID); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	t, err := a.timers.Get(r.Context(), caller(r).Tenant, r.PathValue("timerId"))
+	t, err := g.timers.Get(r.Context(), caller(r).Tenant, r.PathValue("timerId"))
 	if err != nil {
 		return entity(err)
 	}
@@ -203,16 +177,16 @@ func (a *api) timerGet(w http.ResponseWriter, r *http.Request) error {
 }
 
 // timerCancel cancels a scheduled timer; 409 once it has fired.
-func (a *api) timerCancel(w http.ResponseWriter, r *http.Request) error {
+func (g *timerRoutes) timerCancel(w http.ResponseWriter, r *http.Request) error {
 	if err := checkPathText("timerId", r.PathValue("timerId"), kindID); err != nil {
 		return err
 	}
-	if err := a.take(r, 1); err != nil {
+	if err := g.take(r, 1); err != nil {
 		return err
 	}
-	if _, err := a.timers.Cancel(r.Context(), caller(r).Tenant, r.PathValue("timerId")); err != nil {
+	if _, err := g.timers.Cancel(r.Context(), caller(r).Tenant, r.PathValue("timerId")); err != nil {
 		return entity(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"cancelled": true})
+	writeJSON(w, http.StatusOK, api.TimerCancelled{Cancelled: true})
 	return nil
 }

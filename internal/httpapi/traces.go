@@ -5,43 +5,34 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/store"
 )
 
 // Traces answer in snake_case, as Queen's stored procedures do.
 
-type traceBody struct {
-	ConsumerGroup *string         `json:"consumerGroup"`
-	Data          json.RawMessage `json:"data"`
-	EventType     *string         `json:"eventType"`
-	PartitionID   *string         `json:"partitionId"`
-	TraceNames    json.RawMessage `json:"traceNames"`
-	TransactionID *string         `json:"transactionId"`
-	WorkerID      *string         `json:"workerId"`
-}
-
 // DecodeTrace parses a POST /api/v1/traces body. traceNames is a string or
 // an array of strings.
 func DecodeTrace(body []byte) (*control.TraceInput, error) {
-	var b traceBody
+	var b api.TraceRequest
 	if err := unmarshal(body, &b); err != nil {
 		return nil, err
 	}
-	if presence(b.TransactionID) != "" || presence(b.PartitionID) != "" {
+	if b.TransactionID == "" || b.PartitionID == "" {
 		return nil, badRequest("transactionId and partitionId are required")
 	}
 	if len(b.Data) == 0 || string(b.Data) == "null" {
 		return nil, badRequest("data is required")
 	}
-	pid, err := parsePartitionID(*b.PartitionID)
+	pid, err := parsePartitionID(b.PartitionID)
 	if err != nil {
 		return nil, badBody("partitionId %s", err.Error())
 	}
 	in := &control.TraceInput{
-		MessageRef:    store.MessageRef{PartitionID: pid, TransactionID: *b.TransactionID},
-		ConsumerGroup: deref(b.ConsumerGroup), Data: compactJSON(b.Data), EventType: deref(b.EventType),
-		WorkerID: deref(b.WorkerID),
+		MessageRef:    store.MessageRef{PartitionID: pid, TransactionID: b.TransactionID},
+		ConsumerGroup: b.ConsumerGroup, Data: compactJSON(b.Data), EventType: b.EventType,
+		WorkerID: b.WorkerID,
 	}
 	for _, f := range [...]struct {
 		key  string
@@ -107,12 +98,7 @@ func compactJSON(v json.RawMessage) []byte {
 	return b.Bytes()
 }
 
-type traceRecordJSON struct {
-	Success bool   `json:"success"`
-	TraceID string `json:"traceId"`
-}
-
-func (a *api) recordTrace(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) recordTrace(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -122,43 +108,28 @@ func (a *api) recordTrace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in.Tenant = caller(r).Tenant
-	id, err := a.control.RecordTrace(r.Context(), *in)
+	id, err := g.control.RecordTrace(r.Context(), *in)
 	if err != nil {
 		return controlError(err)
 	}
-	writeJSON(w, http.StatusCreated, traceRecordJSON{Success: true, TraceID: id})
+	writeJSON(w, http.StatusCreated, api.TraceRecorded{Success: true, TraceID: id})
 	return nil
 }
 
-// traceJSON is one trace of a message.
-type traceJSON struct {
-	ID            string          `json:"id"`
-	EventType     string          `json:"event_type"`
-	Data          json.RawMessage `json:"data"`
-	ConsumerGroup string          `json:"consumer_group"`
-	WorkerID      *string         `json:"worker_id"`
-	CreatedAt     string          `json:"created_at"`
-	TraceNames    []string        `json:"trace_names"`
-}
-
-type tracesJSON struct {
-	Traces []traceJSON `json:"traces"`
-}
-
-func (a *api) messageTraces(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) messageTraces(w http.ResponseWriter, r *http.Request) error {
 	ref, err := pathRef(r)
 	if err != nil {
 		return err
 	}
-	ts, err := a.control.Traces(r.Context(), caller(r).Tenant, ref)
+	ts, err := g.control.Traces(r.Context(), caller(r).Tenant, ref)
 	if err != nil {
 		return controlError(err)
 	}
-	out := tracesJSON{Traces: make([]traceJSON, len(ts))}
+	out := api.MessageTraces{Traces: make([]api.Trace, len(ts))}
 	for i := range ts {
 		t := &ts[i]
-		out.Traces[i] = traceJSON{ID: t.ID, EventType: t.EventType, Data: rawJSON(t.Data),
-			ConsumerGroup: t.ConsumerGroup, WorkerID: nullable(t.WorkerID), CreatedAt: timestamp(t.CreatedAt),
+		out.Traces[i] = api.Trace{ID: t.ID, EventType: t.EventType, Data: rawJSON(t.Data),
+			ConsumerGroup: t.ConsumerGroup, WorkerID: nullable(t.WorkerID), CreatedAt: api.TimeOf(t.CreatedAt),
 			TraceNames: namesOrEmpty(t.Names)}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -172,29 +143,7 @@ func namesOrEmpty(n []string) []string {
 	return n
 }
 
-// namedTraceJSON is one trace of a name, with its message.
-type namedTraceJSON struct {
-	ID             string          `json:"id"`
-	TransactionID  string          `json:"transaction_id"`
-	PartitionID    string          `json:"partition_id"`
-	EventType      string          `json:"event_type"`
-	Data           json.RawMessage `json:"data"`
-	ConsumerGroup  string          `json:"consumer_group"`
-	WorkerID       *string         `json:"worker_id"`
-	CreatedAt      string          `json:"created_at"`
-	QueueName      string          `json:"queue_name"`
-	PartitionName  string          `json:"partition_name"`
-	MessagePayload json.RawMessage `json:"message_payload"`
-	TraceNames     []string        `json:"trace_names"`
-}
-
-type tracesByNameJSON struct {
-	Traces     []namedTraceJSON `json:"traces"`
-	Total      int              `json:"total"`
-	Pagination pageJSON         `json:"pagination"`
-}
-
-func (a *api) tracesByName(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) tracesByName(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("traceName")
 	if err := checkPathText("traceName", name, kindName); err != nil {
 		return err
@@ -205,52 +154,39 @@ func (a *api) tracesByName(w http.ResponseWriter, r *http.Request) error {
 	if q.err != nil {
 		return q.err
 	}
-	res, err := a.control.TracesByName(r.Context(), p)
+	res, err := g.control.TracesByName(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	out := tracesByNameJSON{Traces: make([]namedTraceJSON, len(res.Traces)), Total: res.Total,
-		Pagination: pageJSON{p.Limit, p.Offset}}
+	out := api.TracesByName{Traces: make([]api.NamedTrace, len(res.Traces)), Total: res.Total,
+		Pagination: api.PageEcho{Limit: p.Limit, Offset: p.Offset}}
 	for i := range res.Traces {
 		t := &res.Traces[i]
-		out.Traces[i] = namedTraceJSON{ID: t.ID, TransactionID: t.TransactionID, PartitionID: t.PartitionID,
+		out.Traces[i] = api.NamedTrace{ID: t.ID, TransactionID: t.TransactionID, PartitionID: t.PartitionID,
 			EventType: t.EventType, Data: rawJSON(t.Data), ConsumerGroup: t.ConsumerGroup,
-			WorkerID: nullable(t.WorkerID), CreatedAt: timestamp(t.CreatedAt), QueueName: t.Queue,
+			WorkerID: nullable(t.WorkerID), CreatedAt: api.TimeOf(t.CreatedAt), QueueName: t.Queue,
 			PartitionName: t.Partition, MessagePayload: rawJSON(t.Payload), TraceNames: namesOrEmpty(t.Names)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-type traceNameJSON struct {
-	TraceName    string `json:"trace_name"`
-	TraceCount   int    `json:"trace_count"`
-	MessageCount int    `json:"message_count"`
-	LastSeen     string `json:"last_seen"`
-}
-
-type traceNamesJSON struct {
-	TraceNames []traceNameJSON `json:"trace_names"`
-	Total      int             `json:"total"`
-	Pagination pageJSON        `json:"pagination"`
-}
-
-func (a *api) traceNames(w http.ResponseWriter, r *http.Request) error {
+func (g *messageControlRoutes) traceNames(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	p := store.TraceNamesParams{Limit: q.int("limit", 50, rangeListLimit), Offset: q.int("offset", 0, rangeListOffset),
 		Tenant: caller(r).Tenant}
 	if q.err != nil {
 		return q.err
 	}
-	res, err := a.control.TraceNames(r.Context(), p)
+	res, err := g.control.TraceNames(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	out := traceNamesJSON{TraceNames: make([]traceNameJSON, len(res.Names)), Total: res.Total,
-		Pagination: pageJSON{p.Limit, p.Offset}}
+	out := api.TraceNames{TraceNames: make([]api.TraceName, len(res.Names)), Total: res.Total,
+		Pagination: api.PageEcho{Limit: p.Limit, Offset: p.Offset}}
 	for i, n := range res.Names {
-		out.TraceNames[i] = traceNameJSON{TraceName: n.Name, TraceCount: n.TraceCount, MessageCount: n.MessageCount,
-			LastSeen: timestamp(n.LastSeen)}
+		out.TraceNames[i] = api.TraceName{TraceName: n.Name, TraceCount: n.TraceCount, MessageCount: n.MessageCount,
+			LastSeen: api.TimeOf(n.LastSeen)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -5,7 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/api"
 )
 
 // Validation at the door. Every name and id a request carries is checked
@@ -158,7 +158,7 @@ func at(path, key string) func() string {
 
 // checkOptions refuses queue options outside their ranges; a huge leaseTime
 // would overflow the lease deadline and hand one message to two consumers.
-func checkOptions(o *store.QueueOptions) error {
+func checkOptions(o *api.QueueOptions) error {
 	for _, f := range [...]struct {
 		key string
 		v   int

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -45,22 +46,17 @@ type Config struct {
 	SweepEvery time.Duration
 }
 
-// LimitError is a batch over a configured size limit (HTTP 413).
-type LimitError struct{ Msg string }
-
-func (e *LimitError) Error() string { return e.Msg }
-
-// InvalidError is a batch the rules refuse (HTTP 400).
-type InvalidError struct{ Msg string }
-
-func (e *InvalidError) Error() string { return e.Msg }
+// The rules' refusals are api errors: a batch they refuse is an
+// api.ErrBadRequest (400), one over a configured size limit an
+// api.ErrLimitExceeded (413), one an operation cannot apply to an
+// api.ErrKVConflict (409) that wraps the store's *store.KVConflictError.
 
 func invalidf(format string, args ...any) error {
-	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+	return api.ErrBadRequest.Withf(format, args...)
 }
 
 // ErrKeyNotFound is a key absent or expired.
-var ErrKeyNotFound = &store.NotFoundError{What: "key"}
+var ErrKeyNotFound = &store.NotFoundError{Text: api.TextKeyNotFound}
 
 // KV serves key/value state.
 type KV struct {
@@ -109,7 +105,7 @@ func (k *KV) Check(ops []store.KVOp, inTx bool) error {
 		return invalidf("ops array cannot be empty")
 	}
 	if len(ops) > k.cfg.MaxOps {
-		return &LimitError{Msg: fmt.Sprintf("too many operations: %d, the limit is %d (QUEEN_KV_MAX_OPS)", len(ops), k.cfg.MaxOps)}
+		return api.ErrLimitExceeded.Withf("too many operations: %d, the limit is %d (QUEEN_KV_MAX_OPS)", len(ops), k.cfg.MaxOps)
 	}
 	for i := range ops {
 		op := &ops[i]
@@ -129,8 +125,8 @@ func (k *KV) Check(ops []store.KVOp, inTx bool) error {
 				return invalidf("ops[%d]: set needs a value", i)
 			}
 			if len(op.Value) > k.cfg.MaxValueBytes {
-				return &LimitError{Msg: fmt.Sprintf("value of ops[%d] too large: %d bytes, the limit is %d (QUEEN_KV_MAX_VALUE_BYTES)",
-					i, len(op.Value), k.cfg.MaxValueBytes)}
+				return api.ErrLimitExceeded.Withf("value of ops[%d] too large: %d bytes, the limit is %d (QUEEN_KV_MAX_VALUE_BYTES)",
+					i, len(op.Value), k.cfg.MaxValueBytes)
 			}
 		case store.KVOpIncr:
 			if op.Expect != nil {
@@ -170,12 +166,19 @@ func CheckName(what, s string) error {
 }
 
 // Apply applies a batch of the tenant's, all or nothing. An operation that
-// cannot apply is a *store.KVConflictError (HTTP 409).
+// cannot apply is an api.ErrKVConflict with the reason, wrapping the
+// store's *store.KVConflictError (which names the operation and the key's
+// current value).
 func (k *KV) Apply(ctx context.Context, tenant string, ops []store.KVOp) ([]store.KVResult, error) {
 	if err := k.Check(ops, false); err != nil {
 		return nil, err
 	}
-	return k.store.KVApply(ctx, &store.KVApplyParams{Ops: ops, Tenant: tenant, Now: k.cfg.Now()})
+	res, err := k.store.KVApply(ctx, &store.KVApplyParams{Ops: ops, Tenant: tenant, Now: k.cfg.Now()})
+	var ce *store.KVConflictError
+	if errors.As(err, &ce) {
+		return nil, api.ErrKVConflict.With(ce.Reason).WithCause(err)
+	}
+	return res, err
 }
 
 // Get reads one key; ErrKeyNotFound when absent.
@@ -200,7 +203,7 @@ type Page struct {
 // the one the previous page returned ("" for the first).
 func (k *KV) List(ctx context.Context, tenant, namespace, prefix, cursor string, limit int) (*Page, error) {
 	if err := CheckName("namespace", namespace); err != nil {
-		return nil, &InvalidError{Msg: err.Error()}
+		return nil, api.ErrBadRequest.With(err.Error())
 	}
 	if limit <= 0 || limit > MaxListLimit {
 		return nil, invalidf("limit must be between 1 and %d", MaxListLimit)
@@ -224,7 +227,7 @@ func (k *KV) List(ctx context.Context, tenant, namespace, prefix, cursor string,
 // CheckList applies the rules of List that need no store.
 func CheckList(namespace, cursor string) error {
 	if err := CheckName("namespace", namespace); err != nil {
-		return &InvalidError{Msg: err.Error()}
+		return api.ErrBadRequest.With(err.Error())
 	}
 	_, err := decodeCursor(cursor)
 	return err
@@ -233,10 +236,10 @@ func CheckList(namespace, cursor string) error {
 // CheckKey checks the namespace and key of one key.
 func CheckKey(namespace, key string) error {
 	if err := CheckName("namespace", namespace); err != nil {
-		return &InvalidError{Msg: err.Error()}
+		return api.ErrBadRequest.With(err.Error())
 	}
 	if err := CheckName("key", key); err != nil {
-		return &InvalidError{Msg: err.Error()}
+		return api.ErrBadRequest.With(err.Error())
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ type DLQRequeueResult struct {
 }
 
 // RequeueFailure is a message of DLQRequeueParams.Refs that was not
-// requeued, and why (ErrTextMessageNotFound, or ErrNotDeadLettered's text).
+// requeued, and why (api.TextMessageNotFound, or ErrNotDeadLettered's text).
 type RequeueFailure struct {
 	MessageRef
 	Error string

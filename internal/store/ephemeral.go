@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // EphemeralStore keeps ephemeral queues: short-lived channels of one tenant
@@ -39,15 +41,9 @@ type EphemeralStore interface {
 // Errors of ephemeral queues.
 var (
 	// ErrEphemeralExists: a live queue has the name.
-	ErrEphemeralExists = errors.New("ephemeral queue already exists")
+	ErrEphemeralExists = errors.New(api.TextEphemeralExists)
 	// ErrEphemeralNotFound is an ErrNotFound.
-	ErrEphemeralNotFound = &NotFoundError{What: "Ephemeral queue"}
-)
-
-// Verdicts of a refused ephemeral push item.
-const (
-	EphemeralErrFull     = "queue full"
-	EphemeralErrNotFound = "queue not found"
+	ErrEphemeralNotFound = &NotFoundError{Text: api.TextEphemeralNotFound}
 )
 
 // EphemeralKey is the wake key of an ephemeral queue: pushes announce it
@@ -133,7 +129,7 @@ type EphemeralPushParams struct {
 }
 
 // EphemeralPushResult is the verdict on one item: Error is "" when it was
-// stored, else EphemeralErrNotFound or EphemeralErrFull.
+// stored, else api.ReasonQueueNotFound or api.ReasonQueueFull.
 type EphemeralPushResult struct {
 	Error string
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // GroupStore inspects and repairs consumer groups: where each group stands
@@ -42,22 +44,22 @@ type GroupStore interface {
 }
 
 // NotFoundError is the error of a request naming an entity that does not
-// exist; its text is Queen's ("Queue not found"), which clients read.
-// errors.Is(err, ErrNotFound) holds for it.
+// exist; its text is Queen's (api.TextQueueNotFound, "Queue not found"),
+// which clients read. errors.Is(err, ErrNotFound) holds for it.
 type NotFoundError struct {
-	What string // "Queue", "Partition", "Consumer group"
+	Text string
 }
 
-func (e *NotFoundError) Error() string { return e.What + " not found" }
+func (e *NotFoundError) Error() string { return e.Text }
 
 // Is makes every NotFoundError an ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // The entities a control-plane request may name.
 var (
-	ErrGroupNotFound     = &NotFoundError{What: "Consumer group"}
-	ErrPartitionNotFound = &NotFoundError{What: "Partition"}
-	ErrQueueNotFound     = &NotFoundError{What: "Queue"}
+	ErrGroupNotFound     = &NotFoundError{Text: api.TextGroupNotFound}
+	ErrPartitionNotFound = &NotFoundError{Text: api.TextPartitionNotFound}
+	ErrQueueNotFound     = &NotFoundError{Text: api.TextQueueNotFound}
 )
 
 // LaneInfo is where one group stands on one partition.

@@ -101,17 +101,10 @@ type KVResult struct {
 type KVConflictError struct {
 	Current *KVEntry
 	Index   int
-	// Reason says why, as the client reads it: KVReasonExpectation,
-	// KVReasonNotCounter or KVReasonOverflow.
+	// Reason says why, as the client reads it: api.KVReasonExpectation,
+	// api.KVReasonNotCounter or api.KVReasonOverflow.
 	Reason string
 }
-
-// Reasons of a KVConflictError.
-const (
-	KVReasonExpectation = "expectation failed"
-	KVReasonNotCounter  = "not a counter"
-	KVReasonOverflow    = "counter overflow"
-)
 
 func (e *KVConflictError) Error() string {
 	return fmt.Sprintf("%s (operation %d)", e.Reason, e.Index)

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // MessageStore writes messages and commits acknowledgements.
@@ -40,16 +42,17 @@ type MessagePushManyParams struct {
 	Now   time.Time
 }
 
-// PushStatus is the verdict on one pushed item.
-type PushStatus string
+// PushStatus is the verdict on one pushed item: the wire's (api.PushStatus),
+// which engines, the spool and the broker all speak.
+type PushStatus = api.PushStatus
 
-// Push verdicts, as they appear on the wire.
+// Push verdicts.
 const (
-	PushBuffered  PushStatus = "buffered"
-	PushDuplicate PushStatus = "duplicate"
-	PushError     PushStatus = "error"
-	PushFailed    PushStatus = "failed"
-	PushQueued    PushStatus = "queued"
+	PushBuffered  = api.PushBuffered
+	PushDuplicate = api.PushDuplicate
+	PushError     = api.PushError
+	PushFailed    = api.PushFailed
+	PushQueued    = api.PushQueued
 )
 
 // PushResult is the outcome of one pushed item. For a duplicate, MessageID
@@ -102,11 +105,3 @@ type AckResult struct {
 	Queue         string
 	Success       bool
 }
-
-// Ack verdict texts.
-const (
-	ErrTextAlreadyCommitted = "already committed"
-	ErrTextCancelled        = "cancelled by a negative ack at a lower offset"
-	ErrTextInvalidLease     = "invalid or expired lease"
-	ErrTextUnresolvable     = "unresolvable"
-)

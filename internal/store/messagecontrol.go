@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // MessageControlStore inspects and repairs single messages for the control
@@ -77,14 +79,9 @@ const MessageListScanLimit = 100_000
 var (
 	// ErrAlreadyDeadLettered means the consumer group already has a dead
 	// letter for the message.
-	ErrAlreadyDeadLettered = errors.New("message is already in the dead letter queue")
+	ErrAlreadyDeadLettered = errors.New(api.TextAlreadyDeadLettered)
 	// ErrNotDeadLettered means the message has no dead letter to requeue.
-	ErrNotDeadLettered = errors.New("message is not in the dead letter queue")
-)
-
-// Texts of per-item failures (bulk requeue).
-const (
-	ErrTextMessageNotFound = "Message not found"
+	ErrNotDeadLettered = errors.New(api.TextNotDeadLettered)
 )
 
 // MessageRef names a message: a transactionId is unique within a partition.
@@ -261,7 +258,7 @@ func SingleRequeue(res *DLQRequeueResult) (*Requeued, error) {
 	if len(res.Requeued) == 1 {
 		return &res.Requeued[0], nil
 	}
-	if len(res.Failed) == 1 && res.Failed[0].Error == ErrTextMessageNotFound {
+	if len(res.Failed) == 1 && res.Failed[0].Error == api.TextMessageNotFound {
 		return nil, ErrNotFound
 	}
 	return nil, ErrNotDeadLettered

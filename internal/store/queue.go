@@ -45,23 +45,25 @@ type QueueStore interface {
 }
 
 // QueueOptions are a queue's settings. The zero value is not the default; use
-// DefaultQueueOptions.
+// DefaultQueueOptions. The type is neither the wire's (api.QueueOptions)
+// nor the stored format's (options_format.go), so that either can be read
+// and written without the other.
 type QueueOptions struct {
-	CompletedRetentionSeconds int  `json:"completedRetentionSeconds"`
-	DeadLetterQueue           bool `json:"deadLetterQueue"`
-	DelayedProcessing         int  `json:"delayedProcessing"`
-	DLQAfterMaxRetries        bool `json:"dlqAfterMaxRetries"`
-	EncryptionEnabled         bool `json:"encryptionEnabled"`
-	LeaseTime                 int  `json:"leaseTime"`
-	MaxSize                   int  `json:"maxSize"`
-	MaxWaitTimeSeconds        int  `json:"maxWaitTimeSeconds"`
-	Priority                  int  `json:"priority"`
-	RetentionEnabled          bool `json:"retentionEnabled"`
-	RetentionSeconds          int  `json:"retentionSeconds"`
-	RetryDelay                int  `json:"retryDelay"`
-	RetryLimit                int  `json:"retryLimit"`
-	TTL                       int  `json:"ttl"`
-	WindowBuffer              int  `json:"windowBuffer"`
+	CompletedRetentionSeconds int
+	DeadLetterQueue           bool
+	DelayedProcessing         int
+	DLQAfterMaxRetries        bool
+	EncryptionEnabled         bool
+	LeaseTime                 int
+	MaxSize                   int
+	MaxWaitTimeSeconds        int
+	Priority                  int
+	RetentionEnabled          bool
+	RetentionSeconds          int
+	RetryDelay                int
+	RetryLimit                int
+	TTL                       int
+	WindowBuffer              int
 }
 
 // DefaultQueueOptions returns the options of a queue created by its first push.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // StreamStore keeps Queen's stream queries: their registrations, the state
@@ -47,15 +49,7 @@ type StreamStore interface {
 
 // ErrQueryNotFound is the error of a control-plane request naming a stream
 // query that does not exist.
-var ErrQueryNotFound = &NotFoundError{What: "Query"}
-
-// Texts of the reasons a cycle fails, as they appear in its answer's error
-// (with ErrTextMessageNotFound for an ack whose message is not in the
-// partition).
-const (
-	ErrTextCycleLease    = "Invalid or expired lease"
-	ErrTextQueryNotFound = "Query not found"
-)
+var ErrQueryNotFound = &NotFoundError{Text: api.TextQueryNotFound}
 
 // StreamCycleError reports a cycle that did not commit for a reason the
 // client caused (an unknown query, an ack that does not apply). Nothing of
@@ -234,10 +228,10 @@ func LastStateOps(ops []StreamStateOp) []StreamStateOp {
 // otherwise ("already committed").
 func CycleAckReason(verdict string) string {
 	switch verdict {
-	case ErrTextInvalidLease:
-		return ErrTextCycleLease
-	case ErrTextUnresolvable:
-		return ErrTextMessageNotFound
+	case api.ReasonInvalidLease:
+		return api.ReasonCycleLease
+	case api.ReasonUnresolvable:
+		return api.TextMessageNotFound
 	case "":
 		return "the ack did not apply"
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // TimerStore keeps timers: messages to push at a given time. A fire pushes
@@ -54,9 +56,9 @@ const (
 var (
 	// ErrTimerFired: the timer fired (or failed) before it could be
 	// cancelled.
-	ErrTimerFired = errors.New("timer already fired")
+	ErrTimerFired = errors.New(api.TextTimerFired)
 	// ErrTimerNotFound is an ErrNotFound.
-	ErrTimerNotFound = &NotFoundError{What: "Timer"}
+	ErrTimerNotFound = &NotFoundError{Text: api.TextTimerNotFound}
 )
 
 // Timer is a scheduled, fired, failed or cancelled timer. MessageID is the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -106,7 +107,7 @@ func TestCycleFailures(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&store.StreamCycleError{Reason: store.ErrTextCycleLease}, store.ErrTextCycleLease},
+		{&store.StreamCycleError{Reason: api.ReasonCycleLease}, api.ReasonCycleLease},
 		{errors.Join(errors.New("driver"), store.ErrInvalid), msgRefused},
 	} {
 		s := New(&fakeStore{err: tc.err}, Config{})

@@ -7,12 +7,12 @@ package timers
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
@@ -59,13 +59,9 @@ type Broker interface {
 	Wait(key string) <-chan struct{}
 }
 
-// InvalidError is a request the rules refuse (HTTP 400).
-type InvalidError struct{ Msg string }
-
-func (e *InvalidError) Error() string { return e.Msg }
-
+// invalidf is a request the rules refuse (HTTP 400).
 func invalidf(format string, args ...any) error {
-	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+	return api.ErrBadRequest.Withf(format, args...)
 }
 
 // Timers serves timers and runs the timer service.

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -125,7 +126,7 @@ func Plan(ops []store.KVOp, rows map[Key]Row, nowMs int64) ([]store.KVResult, []
 func apply(op *store.KVOp, k Key, c *cell, nowMs int64) (store.KVResult, *store.KVConflictError) {
 	res := store.KVResult{Kind: op.Kind}
 	if op.Expect != nil && !Holds(op.Expect, c.present, c.row) {
-		return res, conflict(k, c, store.KVReasonExpectation)
+		return res, conflict(k, c, api.KVReasonExpectation)
 	}
 	switch op.Kind {
 	case store.KVOpGet:
@@ -151,11 +152,11 @@ func apply(op *store.KVOp, k Key, c *cell, nowMs int64) (store.KVResult, *store.
 		if c.present {
 			n, ok := Counter(c.row.Value)
 			if !ok {
-				return res, conflict(k, c, store.KVReasonNotCounter)
+				return res, conflict(k, c, api.KVReasonNotCounter)
 			}
 			sum, ok := add(n, op.By)
 			if !ok {
-				return res, conflict(k, c, store.KVReasonOverflow)
+				return res, conflict(k, c, api.KVReasonOverflow)
 			}
 			next = c.row
 			next.Value, next.Version, next.UpdatedAt = strconv.AppendInt(nil, sum, 10), c.row.Version+1, nowMs

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -74,7 +75,7 @@ func TestPlanAppliesInOrderAndFailsWhole(t *testing.T) {
 	_, _, err = Plan([]store.KVOp{ops[0], {Kind: store.KVOpIncr, Namespace: "ns", Key: "s", By: 1}},
 		map[Key]Row{{"ns", "s"}: {Value: []byte(`"a"`), Version: 1}}, 10)
 	var ce *store.KVConflictError
-	if !errors.As(err, &ce) || ce.Index != 1 || ce.Reason != store.KVReasonNotCounter || ce.Current.Version != 1 {
+	if !errors.As(err, &ce) || ce.Index != 1 || ce.Reason != api.KVReasonNotCounter || ce.Current.Version != 1 {
 		t.Fatalf("incr of a string: %v", err)
 	}
 }

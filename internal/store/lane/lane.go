@@ -8,7 +8,11 @@
 // partition; gaps are allowed. Offset 0 means "before the first message".
 package lane
 
-import "github.com/queen-go/queen/internal/store"
+import (
+	"github.com/queen-go/queen/internal/store"
+
+	"github.com/queen-go/queen/api"
+)
 
 // State is the consumption state of one lane.
 type State struct {
@@ -154,13 +158,13 @@ func Apply(s *State, acks []Ack, retryLimit int, nowMs int64) ([]Verdict, []Dead
 		// gone bad.
 		switch {
 		case a.Offset != 0 && (a.Offset < s.Cursor || (a.Offset == s.Cursor && a.Status != store.AckCompleted)):
-			v.Noop, v.Error = true, store.ErrTextAlreadyCommitted
+			v.Noop, v.Error = true, api.ReasonAlreadyCommitted
 		case a.Offset != 0 && a.Offset == s.Cursor:
 			v.Success, v.Noop = true, true // a duplicate commit
 		case a.LeaseID != "" && (!leaseValid || a.LeaseID != s.LeaseID):
-			v.Error = store.ErrTextInvalidLease
+			v.Error = api.ReasonInvalidLease
 		case a.Offset == 0:
-			v.Noop, v.Error = true, store.ErrTextUnresolvable
+			v.Noop, v.Error = true, api.ReasonUnresolvable
 		default:
 			live[i] = true
 			if a.Status != store.AckCompleted && (neg < 0 || a.Offset < acks[neg].Offset ||
@@ -179,7 +183,7 @@ func Apply(s *State, acks []Ack, retryLimit int, nowMs int64) ([]Verdict, []Dead
 			continue
 		}
 		if neg >= 0 && (a.Status != store.AckCompleted || a.Offset >= acks[neg].Offset) {
-			verdicts[i] = Verdict{Noop: true, Error: store.ErrTextCancelled}
+			verdicts[i] = Verdict{Noop: true, Error: api.ReasonCancelled}
 			continue
 		}
 		verdicts[i].Success = true

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -51,10 +52,10 @@ var (
 	ok        = Verdict{Success: true}
 	okRelease = Verdict{Success: true, LeaseReleased: true}
 	dup       = Verdict{Success: true, Noop: true}
-	committed = Verdict{Noop: true, Error: store.ErrTextAlreadyCommitted}
-	cancelled = Verdict{Noop: true, Error: store.ErrTextCancelled}
-	unresolv  = Verdict{Noop: true, Error: store.ErrTextUnresolvable}
-	badLease  = Verdict{Error: store.ErrTextInvalidLease}
+	committed = Verdict{Noop: true, Error: api.ReasonAlreadyCommitted}
+	cancelled = Verdict{Noop: true, Error: api.ReasonCancelled}
+	unresolv  = Verdict{Noop: true, Error: api.ReasonUnresolvable}
+	badLease  = Verdict{Error: api.ReasonInvalidLease}
 )
 
 // released is s after its lease was dropped, with the cursor at cursor and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/kvop"
 	"github.com/queen-go/queen/internal/store/lane"
@@ -57,7 +58,7 @@ func (t *txn) ack(tenant string, acks []store.Ack, nowMs int64) ([]store.AckResu
 	for i, a := range acks {
 		tg := targets[i]
 		if tg == nil {
-			out[i] = store.AckResult{Noop: true, Error: store.ErrTextUnresolvable}
+			out[i] = store.AckResult{Noop: true, Error: api.ReasonUnresolvable}
 			continue
 		}
 		k := laneKey{tg.pid, a.ConsumerGroup}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -260,7 +261,7 @@ func (t *txn) takeRefs(tenant string, p *store.DLQRequeueParams) ([]*dlqPick, []
 		pk := byOrd[int64(i+1)]
 		switch {
 		case pk == nil:
-			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: store.ErrTextMessageNotFound})
+			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: api.TextMessageNotFound})
 		case taken[[2]int64{pk.pid, pk.msg.seq}] == 0:
 			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: store.ErrNotDeadLettered.Error()})
 		default:

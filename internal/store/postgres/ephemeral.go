@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -257,10 +258,10 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 			rm := rooms[it.Queue]
 			switch {
 			case rm == nil:
-				out[i].Error = store.EphemeralErrNotFound
+				out[i].Error = api.ReasonQueueNotFound
 				continue
 			case rm.left == 0:
-				out[i].Error = store.EphemeralErrFull
+				out[i].Error = api.ReasonQueueFull
 				continue
 			}
 			rm.left--

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -189,7 +190,7 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 		*queue = names[0]
 	}
 	if len(keys) == 0 {
-		return nil, &store.StreamCycleError{Reason: store.ErrTextQueryNotFound}
+		return nil, &store.StreamCycleError{Reason: api.TextQueryNotFound}
 	}
 	if len(p.StateOps) > 0 {
 		if _, err := br.Exec(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/kvop"
 	"github.com/queen-go/queen/internal/store/lane"
@@ -51,7 +52,7 @@ func (t *txn) ack(tenant string, acks []store.Ack, now time.Time) ([]store.AckRe
 			return nil, err
 		}
 		if part == nil || part.queue == nil || part.queue.tenant != tenant {
-			out[i] = store.AckResult{Noop: true, Error: store.ErrTextUnresolvable}
+			out[i] = store.AckResult{Noop: true, Error: api.ReasonUnresolvable}
 			continue
 		}
 		k := laneKey{part.id, a.ConsumerGroup}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -192,7 +193,7 @@ func (t *txn) pickRefs(tenant string, p *store.DLQRequeueParams) ([]dlqPick, []s
 		seen[ref] = true
 		part, msg, err := resolveMessage(t.ctx, t.tx, tenant, ref)
 		if errors.Is(err, store.ErrNotFound) {
-			failed = append(failed, store.RequeueFailure{MessageRef: ref, Error: store.ErrTextMessageNotFound})
+			failed = append(failed, store.RequeueFailure{MessageRef: ref, Error: api.TextMessageNotFound})
 			continue
 		}
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -299,10 +300,10 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 			}
 			switch {
 			case rm.left < 0:
-				out[i].Error = store.EphemeralErrNotFound
+				out[i].Error = api.ReasonQueueNotFound
 				continue
 			case rm.left == 0:
-				out[i].Error = store.EphemeralErrFull
+				out[i].Error = api.ReasonQueueFull
 				continue
 			}
 			if _, err := t.exec(sqlEphMsgInsert, rm.id, it.ID, string(it.Payload), nowMs); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/lane"
 )
@@ -106,7 +107,7 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 	var stateKey int64
 	err := t.queryRow(sqlStreamQueryState, p.QueryID, tenant).Scan(&stateKey)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &store.StreamCycleError{Reason: store.ErrTextQueryNotFound}
+		return nil, &store.StreamCycleError{Reason: api.TextQueryNotFound}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read stream query: %w", err)

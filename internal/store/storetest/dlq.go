@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -169,7 +170,7 @@ func runDLQ(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Errorf("requeued %+v, want ms0 then ms2 (offset order), each once", res.Requeued)
 		}
 		wantFailed := []store.RequeueFailure{
-			{MessageRef: unknown, Error: store.ErrTextMessageNotFound},
+			{MessageRef: unknown, Error: api.TextMessageNotFound},
 			{MessageRef: ms[1].ref(), Error: store.ErrNotDeadLettered.Error()},
 		}
 		if !slices.Equal(res.Failed, wantFailed) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -57,7 +58,7 @@ func runEphemeral(t *testing.T, newStore func(t *testing.T) store.Store) {
 		for i, r := range res {
 			want := ""
 			if i == 3 {
-				want = store.EphemeralErrFull
+				want = api.ReasonQueueFull
 			}
 			if r.Error != want {
 				t.Errorf("push item %d: %q, want %q", i, r.Error, want)
@@ -65,7 +66,7 @@ func runEphemeral(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 		items := []store.EphemeralItem{{ID: NewID(), Queue: "nope", Payload: []byte(`1`)}}
 		res2, err := s.EphemeralPush(ctx, &store.EphemeralPushParams{Items: items, Now: At(time.Second)})
-		if err != nil || res2[0].Error != store.EphemeralErrNotFound {
+		if err != nil || res2[0].Error != api.ReasonQueueNotFound {
 			t.Fatalf("push to an unknown queue: %+v, %v", res2, err)
 		}
 		list, err := s.EphemeralList(ctx, &store.EphemeralListParams{Now: At(2 * time.Second)})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -131,7 +132,7 @@ func runKV(t *testing.T, newStore func(t *testing.T) store.Store) {
 				}
 				continue
 			}
-			ce := wantConflict(t, c.name, err, 0, store.KVReasonExpectation)
+			ce := wantConflict(t, c.name, err, 0, api.KVReasonExpectation)
 			if ce.Current == nil || ce.Current.Version != 1 {
 				t.Errorf("%s: current %+v, want the key at version 1", c.name, ce.Current)
 			}
@@ -145,7 +146,7 @@ func runKV(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 		op := store.KVOp{Kind: store.KVOpDelete, Namespace: "ns", Key: "absent", Expect: &store.KVExpect{Exists: ptr(true)}}
 		_, err := s.KVApply(ctx, &store.KVApplyParams{Ops: []store.KVOp{op}, Now: T0})
-		if ce := wantConflict(t, "delete expecting an absent key", err, 0, store.KVReasonExpectation); ce.Current != nil {
+		if ce := wantConflict(t, "delete expecting an absent key", err, 0, api.KVReasonExpectation); ce.Current != nil {
 			t.Errorf("current of an absent key: %+v, want nil", ce.Current)
 		}
 	})
@@ -160,7 +161,7 @@ func runKV(t *testing.T, newStore func(t *testing.T) store.Store) {
 			{Kind: store.KVOpIncr, Namespace: "ns", Key: "a", By: 10},
 			bad,
 		}})
-		wantConflict(t, "batch with a failing expect", err, 2, store.KVReasonExpectation)
+		wantConflict(t, "batch with a failing expect", err, 2, api.KVReasonExpectation)
 		if kvGet(t, s, At(time.Second), "ns", "b") != nil {
 			t.Error("key b written by a batch that failed")
 		}
@@ -189,11 +190,11 @@ func runKV(t *testing.T, newStore func(t *testing.T) store.Store) {
 			_, err := s.KVApply(ctx, &store.KVApplyParams{Now: T0, Ops: []store.KVOp{
 				{Kind: store.KVOpIncr, Namespace: "c", Key: "n", By: 1},
 				{Kind: store.KVOpIncr, Namespace: "c", Key: k, By: 1}}})
-			wantConflict(t, "incr of "+k, err, 1, store.KVReasonNotCounter)
+			wantConflict(t, "incr of "+k, err, 1, api.KVReasonNotCounter)
 		}
 		_, err := s.KVApply(ctx, &store.KVApplyParams{Now: T0, Ops: []store.KVOp{
 			{Kind: store.KVOpIncr, Namespace: "c", Key: "max", By: 1}}})
-		wantConflict(t, "incr past int64", err, 0, store.KVReasonOverflow)
+		wantConflict(t, "incr past int64", err, 0, api.KVReasonOverflow)
 		if e := kvGet(t, s, T0, "c", "n"); string(e.Value) != "3" {
 			t.Errorf("counter after failed batches: %s, want 3", e.Value)
 		}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -269,10 +270,10 @@ var (
 	vReleased  = store.AckResult{Success: true, LeaseReleased: true}
 	vDLQ       = store.AckResult{Success: true, LeaseReleased: true, DLQ: true}
 	vDup       = store.AckResult{Success: true, Noop: true}
-	vCommitted = store.AckResult{Noop: true, Error: store.ErrTextAlreadyCommitted}
-	vCancelled = store.AckResult{Noop: true, Error: store.ErrTextCancelled}
-	vUnresolv  = store.AckResult{Noop: true, Error: store.ErrTextUnresolvable}
-	vBadLease  = store.AckResult{Error: store.ErrTextInvalidLease}
+	vCommitted = store.AckResult{Noop: true, Error: api.ReasonAlreadyCommitted}
+	vCancelled = store.AckResult{Noop: true, Error: api.ReasonCancelled}
+	vUnresolv  = store.AckResult{Noop: true, Error: api.ReasonUnresolvable}
+	vBadLease  = store.AckResult{Error: api.ReasonInvalidLease}
 )
 
 // jsonEqual reports whether a and b are the same JSON value.

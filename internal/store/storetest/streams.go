@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -222,7 +223,7 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 		pid := NewID()
 		cycleFails(t, s, store.StreamCycleParams{QueryID: a.QueryID, Tenant: other.Tenant, PartitionID: pid,
-			StateOps: []store.StreamStateOp{Upsert("k", "1")}}, store.ErrTextQueryNotFound)
+			StateOps: []store.StreamStateOp{Upsert("k", "1")}}, api.TextQueryNotFound)
 		Cycle(t, s, store.StreamCycleParams{QueryID: a.QueryID, PartitionID: pid, StateOps: []store.StreamStateOp{Upsert("k", "1")}})
 		wantState(t, "another tenant's read", stateOf(t, s, store.StreamStateGetParams{QueryID: a.QueryID,
 			PartitionID: pid, Tenant: other.Tenant}))
@@ -297,7 +298,7 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		m, lease := popStream(t, s, "events", "p", store.QueueMode, At(time.Second))
 		cycleFails(t, s, store.StreamCycleParams{QueryID: NewID(), PartitionID: m[0].PartitionID,
 			StateOps: []store.StreamStateOp{Upsert("k", "1")}, Pushes: []store.PushItem{Item("totals", "p", 1)},
-			Ack: &store.StreamAck{TransactionID: m[0].TransactionID, LeaseID: lease, Count: 1}}, store.ErrTextQueryNotFound)
+			Ack: &store.StreamAck{TransactionID: m[0].TransactionID, LeaseID: lease, Count: 1}}, api.TextQueryNotFound)
 		wantEmpty(t, "the sink after a cycle of an unknown query", Pop(t, s, PopParams("totals", "reader", At(time.Second))))
 	})
 
@@ -406,12 +407,12 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		// The ack comes last: the state ops and pushes before it are written
 		// in the transaction when it fails.
 		half.Ack = &store.StreamAck{TransactionID: m[1].TransactionID, LeaseID: NewID(), Count: 2}
-		cycleFails(t, s, half, store.ErrTextCycleLease)
+		cycleFails(t, s, half, api.ReasonCycleLease)
 		half.Ack = &store.StreamAck{TransactionID: "no-such-message", LeaseID: lease}
-		cycleFails(t, s, half, store.ErrTextMessageNotFound)
+		cycleFails(t, s, half, api.TextMessageNotFound)
 		half.Ack = &store.StreamAck{TransactionID: m[0].TransactionID, LeaseID: lease, Status: store.AckCompleted}
 		half.Now = At(time.Hour) // the lease has expired
-		cycleFails(t, s, half, store.ErrTextCycleLease)
+		cycleFails(t, s, half, api.ReasonCycleLease)
 
 		wantState(t, "state after failed cycles", stateOf(t, s, store.StreamStateGetParams{QueryID: q, PartitionID: pid}), "kept=1")
 		if after := querySize(t, s, "", "counts"); after != before {
@@ -463,7 +464,7 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 		// An older cycle, below the cursor, fails.
 		cycle.Ack.TransactionID = m[0].TransactionID
-		cycleFails(t, s, cycle, store.ErrTextAlreadyCommitted)
+		cycleFails(t, s, cycle, api.ReasonAlreadyCommitted)
 	})
 
 	t.Run("DeleteQuery", func(t *testing.T) {
@@ -484,7 +485,7 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Fatalf("second StreamQueryDelete: %v, %v; want false", existed, err)
 		}
 		wantState(t, "state of a deleted query", stateOf(t, s, store.StreamStateGetParams{QueryID: q, PartitionID: pid}))
-		cycleFails(t, s, store.StreamCycleParams{QueryID: q, PartitionID: pid, StateOps: ops[:1]}, store.ErrTextQueryNotFound)
+		cycleFails(t, s, store.StreamCycleParams{QueryID: q, PartitionID: pid, StateOps: ops[:1]}, api.TextQueryNotFound)
 		again := Register(t, s, reg)
 		if !again.Fresh || again.QueryID == q {
 			t.Fatalf("registering a deleted query's name: %+v, want a fresh query", again)
