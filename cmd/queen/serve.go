@@ -15,27 +15,22 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/config"
-	"github.com/queen-go/queen/internal/ephemeral"
-	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/logging"
-	"github.com/queen-go/queen/internal/ratelimit"
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/postgres"
 	"github.com/queen-go/queen/internal/store/sqlite"
-	"github.com/queen-go/queen/internal/timers"
 )
 
 // shutdownGrace bounds how long in-flight requests may take after a signal.
 const shutdownGrace = 30 * time.Second
 
 // serve runs the broker until ctx ends, then shuts it down gracefully.
-// Logs go to stderr.
+// Logs go to stderr. It only wires: the settings are the configuration
+// already (cfg.Server()).
 func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Writer) error {
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -45,53 +40,12 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 			log.Error("close store", "err", err)
 		}
 	}()
-
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
-	keys, err := cfg.Keyring() // validated by config.Load already
-	if err != nil {
-		return err
-	}
-	overrides, err := ratelimit.ParseOverrides(cfg.TenantRateOverrides) // validated by config.Load already
-	if err != nil {
-		return err
-	}
-	srv, err := server.New(server.Config{
-		Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, SpoolDir: cfg.SpoolDir, Version: version,
-		Registry:          prometheus.NewRegistry(),
-		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
-		IdleTimeout:       cfg.HTTPIdleTimeout,
-		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
-		MaxConnections:    cfg.HTTPMaxConnections,
-		ReadTimeout:       cfg.HTTPReadTimeout,
-		BodyMinRate:       bodyMinRate(cfg.HTTPBodyMinRate),
-		WriteTimeout:      cfg.HTTPWriteTimeout,
-		Auth:              cfg.Auth(),
-		TenancyEnabled:    cfg.TenancyEnabled,
-		CORSAllowOrigins:  cfg.CORSAllowOrigins,
-		TLSCertFile:       cfg.TLSCertFile,
-		TLSKeyFile:        cfg.TLSKeyFile,
-		Encryption:        keys,
-		Sweeps: broker.SweepConfig{
-			EvictionBatch: cfg.EvictionBatch, EvictionEvery: cfg.EvictionInterval, HistoryKeep: time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
-			PartitionIdle: cfg.PartitionIdle, RetentionBatch: cfg.RetentionBatch, RetentionEvery: cfg.RetentionInterval,
-		},
-
-		KV: kv.Config{Disabled: !cfg.KVEnabled, MaxOps: cfg.KVMaxOps, MaxValueBytes: cfg.KVMaxValueBytes},
-		Timers: timers.Config{Disabled: !cfg.TimersEnabled, Batch: cfg.TimerBatch, MaxDelay: cfg.TimerMaxDelay,
-			PollEvery: cfg.TimerPollInterval},
-		Ephemeral: ephemeral.Config{Disabled: !cfg.EphemeralEnabled},
-		RateLimit: ratelimit.Config{Default: ratelimit.Limit{Rate: cfg.TenantRatePerSec, Burst: cfg.TenantBurst},
-			Overrides: overrides},
-
-		MetricsAggregateEvery: cfg.MetricsAggregateEvery,
-		MetricsMaxQueues:      cfg.MetricsMaxQueues,
-		NameCacheSize:         cfg.NameCacheSize,
-		MetricsRetention:      time.Duration(cfg.MetricsRetentionDays) * 24 * time.Hour,
-		MetricsSampleEvery:    cfg.MetricsSampleEvery,
-		WorkerID:              cfg.WorkerID,
-	}, st)
+	scfg := cfg.Server()
+	scfg.Logger, scfg.Registry, scfg.Version = log, prometheus.NewRegistry(), version
+	srv, err := server.New(scfg, st)
 	if err != nil {
 		return err
 	}
@@ -102,13 +56,15 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	scheme := "http"
 	if srv.TLS() {
 		scheme = "https"
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go reloadOnHangup(ctx, hup, srv, log)
+		defer reloadOnHangup(ctx, srv, log)()
 	}
 	log.Info("queen listening", "addr", ln.Addr().String(), "scheme", scheme, "engine", st.Engine(), "version", version)
+	return serveUntilDone(ctx, srv, ln, log)
+}
 
+// serveUntilDone serves on ln until ctx ends, then shuts the server down within
+// shutdownGrace.
+func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener, log *slog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -130,23 +86,29 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 }
 
 // reloadOnHangup reloads the TLS certificate on every SIGHUP until ctx
-// ends. Without TLS, SIGHUP keeps its default action.
-func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *server.Server, log *slog.Logger) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			log.Info("SIGHUP: reloading the TLS certificate")
-			_ = srv.ReloadTLS() // logs its own failure
+// ends or the function it returns is called. Without TLS (when it is not
+// called), SIGHUP keeps its default action.
+func reloadOnHangup(ctx context.Context, srv *server.Server, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: reloading the TLS certificate")
+				_ = srv.ReloadTLS() // logs its own failure
+			}
 		}
-	}
+	}()
+	return func() { signal.Stop(hup) }
 }
 
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store.Store, error) {
 	switch cfg.Engine() {
 	case "sqlite":
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log, NameCacheSize: cfg.NameCacheSize})
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log, NameCacheSize: cfg.NameCacheSize()})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store in %s: %w", cfg.DataDir, err)
 		}
@@ -154,7 +116,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 	default:
 		st, err := postgres.Open(ctx, postgres.Config{
 			URL: cfg.DatabaseURL, Schema: cfg.PGSchema, PoolSize: cfg.PGPoolSize,
-			StatementTimeout: cfg.PGStatementTimeout, Logger: log, NameCacheSize: cfg.NameCacheSize,
+			StatementTimeout: cfg.PGStatementTimeout, Logger: log, NameCacheSize: cfg.NameCacheSize(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
@@ -177,13 +139,4 @@ func servePprof(addr string, log *slog.Logger) {
 	if err := srv.ListenAndServe(); err != nil {
 		log.Error("pprof server stopped", "err", err)
 	}
-}
-
-// bodyMinRate maps QUEEN_HTTP_BODY_MIN_RATE, where 0 turns the minimum off,
-// to the server's setting, where 0 means the default.
-func bodyMinRate(perSecond int64) int64 {
-	if perSecond == 0 {
-		return -1
-	}
-	return perSecond
 }

@@ -26,11 +26,14 @@ import (
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/logging"
 	"github.com/queen-go/queen/internal/ratelimit"
+	"github.com/queen-go/queen/internal/server"
 )
 
-// Config is the broker's whole configuration. Each field is filled by one
-// row of the settings table (see Settings), named in its comment; the table
-// holds the defaults.
+// Config is the broker's whole configuration. Each setting is one row of
+// the settings table (see Settings), which holds its default. The rows of
+// the server's settings write the server's configuration directly
+// (Server), each into the Config of the feature it configures; the rest
+// are cmd/queen's own (listening, storage, logging).
 type Config struct {
 	// Listening.
 	BindAddr string // QUEEN_BIND_ADDR (or HOST): address the HTTP API binds to
@@ -39,11 +42,6 @@ type Config struct {
 	// Storage.
 	DataDir     string // QUEEN_DATA_DIR: folder of the embedded engine's database
 	DatabaseURL string // QUEEN_DATABASE_URL, else built from the PG* fields when PGHost is set; "" = embedded engine
-	SpoolDir    string // FILE_BUFFER_DIR: disk spool for pushes the database cannot take; unset = DataDir/spool
-	// NameCacheSize is QUEEN_NAME_CACHE_SIZE: entries each name → id cache
-	// (queues, partitions, consumer groups) holds at most, least recently
-	// used dropped first.
-	NameCacheSize int
 
 	// PostgreSQL, used to build DatabaseURL when QUEEN_DATABASE_URL is unset.
 	PGDatabase              string        // PG_DB
@@ -57,76 +55,29 @@ type Config struct {
 	PGUseSSL                bool          // PG_USE_SSL
 	PGUser                  string        // PG_USER
 
-	// HTTP limits.
-	HTTPBodyMinRate       int64         // QUEEN_HTTP_BODY_MIN_RATE: bytes/s a body must average after HTTPReadTimeout; 0 = no minimum
-	HTTPIdleTimeout       time.Duration // QUEEN_HTTP_IDLE_TIMEOUT_MS: keep-alive idle timeout
-	HTTPMaxConnections    int           // QUEEN_HTTP_MAX_CONNECTIONS: concurrent connections accepted at most
-	HTTPMaxHeaderBytes    int           // QUEEN_HTTP_MAX_HEADER_BYTES: largest request header block
-	HTTPReadHeaderTimeout time.Duration // QUEEN_HTTP_READ_HEADER_TIMEOUT_MS: time to read the request headers
-	HTTPReadTimeout       time.Duration // QUEEN_HTTP_READ_TIMEOUT_MS: longest wait for the next bytes of a body
-	HTTPWriteTimeout      time.Duration // QUEEN_HTTP_WRITE_TIMEOUT_MS: time to write a response; long polls add their wait
-	MaxBodyBytes          int64         // QUEEN_MAX_BODY_BYTES: request body cap (413 above it)
-
 	// Logging and debugging.
 	LogFormat logging.Format // LOG_FORMAT: text or json
 	LogLevel  slog.Level     // LOG_LEVEL: trace, debug, info, warn, error, critical or off
 	PprofAddr string         // QUEEN_PPROF_ADDR: serve net/http/pprof there; "" = off
 
-	// Metrics: the sampler behind /api/v1/status and /api/v1/analytics/*,
-	// and the per-queue Prometheus families.
-	MetricsAggregateEvery time.Duration // METRICS_AGGREGATE_INTERVAL_S: how often each broker writes its metrics rows
-	MetricsMaxQueues      int           // QUEEN_METRICS_MAX_QUEUES: queues with per-queue series (the deepest)
-	MetricsRetentionDays  int           // METRICS_RETENTION_DAYS: how long metrics rows and the retention history are kept
-	MetricsSampleEvery    time.Duration // METRICS_SAMPLE_INTERVAL_MS: how often counters are drained and the process sampled
-	WorkerID              string        // WORKER_ID: names this broker's metrics rows; "" = its process id
+	// Encryption keys, which make the server's keyring (Keyring).
+	EncryptionKey     string   // QUEEN_ENCRYPTION_KEY: 64 hex characters; "" = no encryption
+	EncryptionKeysOld []string // QUEEN_ENCRYPTION_KEYS_OLD: earlier keys, still opening what they sealed
 
-	// Authentication and tenants.
-	APITokens        []auth.Token  // QUEEN_API_TOKENS: static tokens, token:role[:tenant],…
-	JWTAlgorithm     string        // JWT_ALGORITHM: HS256 … EdDSA, or auto
-	JWTAudience      []string      // JWT_AUDIENCE: accepted audiences; empty = not checked
-	JWTClockSkew     time.Duration // JWT_CLOCK_SKEW (seconds): leeway for exp, nbf, iat
-	JWTEnabled       bool          // JWT_ENABLED
-	JWTIssuer        string        // JWT_ISSUER: required iss; "" = not checked
-	JWTJWKSRefresh   time.Duration // JWT_JWKS_REFRESH_INTERVAL (seconds)
-	JWTJWKSTimeout   time.Duration // JWT_JWKS_TIMEOUT_MS
-	JWTJWKSURL       string        // JWT_JWKS_URL
-	JWTPublicKey     string        // JWT_PUBLIC_KEY: PEM text (read from the file when the setting names one)
-	JWTRoleAdmin     string        // JWT_ROLE_ADMIN
-	JWTRoleClaim     string        // JWT_ROLES_CLAIM: single-role claim
-	JWTRoleReadOnly  string        // JWT_ROLE_READ_ONLY
-	JWTRoleReadWrite string        // JWT_ROLE_READ_WRITE
-	JWTRolesClaim    string        // JWT_ROLES_ARRAY_CLAIM: role-array claim
-	JWTRoleWriteOnly string        // JWT_ROLE_WRITE_ONLY
-	JWTSecret        string        // JWT_SECRET: HMAC secret
-	JWTSkipPaths     []string      // JWT_SKIP_PATHS: served without authentication
-	JWTTenantClaim   string        // JWT_TENANT_CLAIM
-	TenancyEnabled   bool          // QUEEN_TENANCY_ENABLED
-	CORSAllowOrigins []string      // CORS_ALLOW_ORIGIN: origins browsers may call from; empty = CORS off
-	TLSCertFile      string        // QUEEN_TLS_CERT: PEM certificate chain; with TLSKeyFile, serve HTTPS
-	TLSKeyFile       string        // QUEEN_TLS_KEY: PEM private key
-
-	// Queue options the broker applies: encryption, retention, eviction.
-	EncryptionKey     string        // QUEEN_ENCRYPTION_KEY: 64 hex characters; "" = no encryption
-	EncryptionKeysOld []string      // QUEEN_ENCRYPTION_KEYS_OLD: earlier keys, still opening what they sealed
-	EvictionBatch     int           // EVICTION_BATCH_SIZE: rows one eviction step writes at most
-	EvictionInterval  time.Duration // EVICTION_INTERVAL (milliseconds)
-	PartitionIdle     time.Duration // PARTITION_CLEANUP_DAYS: idle time after which an empty partition is deleted
-	RetentionBatch    int           // RETENTION_BATCH_SIZE: rows one retention step deletes at most
-	RetentionInterval time.Duration // RETENTION_INTERVAL (milliseconds)
-
-	// Key/value state, timers, ephemeral queues and their token bucket.
-	EphemeralEnabled    bool          // QUEEN_EPHEMERAL_ENABLED
-	KVEnabled           bool          // QUEEN_KV_ENABLED
-	KVMaxOps            int           // QUEEN_KV_MAX_OPS: operations of one batch at most (413 beyond)
-	KVMaxValueBytes     int           // QUEEN_KV_MAX_VALUE_BYTES: bytes of one value at most (413 beyond)
-	TenantBurst         int           // QUEEN_TENANT_BURST: tokens of a tenant's bucket
-	TenantRateOverrides string        // QUEEN_TENANT_RATE_OVERRIDES: tenant=rate:burst,…
-	TenantRatePerSec    float64       // QUEEN_TENANT_RATE_PER_SEC: tokens added per second
-	TimerBatch          int           // TIMER_BATCH_SIZE: timers one fire step pushes at most
-	TimerMaxDelay       time.Duration // TIMER_MAX_DELAY_SECONDS: furthest a timer may be scheduled ahead
-	TimerPollInterval   time.Duration // TIMER_POLL_INTERVAL_MS: how often a broker without the timer service tries to take it over
-	TimersEnabled       bool          // QUEEN_TIMERS_ENABLED
+	// server is the server's configuration, written by the rows of its
+	// settings; Load adds the keyring.
+	server server.Config
 }
+
+// Server returns the server's configuration: every setting of the broker
+// but listening, storage and logging, each in the Config of the package it
+// configures. The caller adds what is not a setting (the logger, the
+// metrics registry, the version).
+func (c *Config) Server() server.Config { return c.server }
+
+// NameCacheSize is QUEEN_NAME_CACHE_SIZE: entries each name → id cache
+// holds at most, in the engines and the broker alike.
+func (c *Config) NameCacheSize() int { return c.server.NameCacheSize }
 
 // Keyring returns the encryption keyring of QUEEN_ENCRYPTION_KEY and
 // QUEEN_ENCRYPTION_KEYS_OLD, or nil when no key is set.
@@ -147,33 +98,7 @@ func (c *Config) Keyring() (*crypt.Keyring, error) {
 }
 
 // Auth returns the authentication settings as package auth takes them.
-func (c *Config) Auth() auth.Config {
-	skew := c.JWTClockSkew
-	if skew == 0 {
-		skew = -1 // JWT_CLOCK_SKEW=0: no leeway (auth reads 0 as its default)
-	}
-	return auth.Config{
-		Tokens:      c.APITokens,
-		JWTEnabled:  c.JWTEnabled,
-		Algorithm:   c.JWTAlgorithm,
-		Secret:      c.JWTSecret,
-		PublicKey:   c.JWTPublicKey,
-		JWKSURL:     c.JWTJWKSURL,
-		JWKSRefresh: c.JWTJWKSRefresh,
-		JWKSTimeout: c.JWTJWKSTimeout,
-		Issuer:      c.JWTIssuer,
-		Audience:    c.JWTAudience,
-		ClockSkew:   skew,
-		RoleClaim:   c.JWTRoleClaim,
-		RolesClaim:  c.JWTRolesClaim,
-		RoleNames: map[auth.Role]string{
-			auth.RoleAdmin: c.JWTRoleAdmin, auth.RoleReadWrite: c.JWTRoleReadWrite,
-			auth.RoleReadOnly: c.JWTRoleReadOnly, auth.RoleWriteOnly: c.JWTRoleWriteOnly,
-		},
-		TenantClaim: c.JWTTenantClaim,
-		SkipPaths:   c.JWTSkipPaths,
-	}
-}
+func (c *Config) Auth() auth.Config { return c.server.Auth }
 
 // Engine names the storage engine this configuration selects.
 func (c *Config) Engine() string {
@@ -236,7 +161,7 @@ var settings = []Setting{
 		kind:  text("url", func(c *Config) *string { return &c.DatabaseURL })},
 	{Env: "FILE_BUFFER_DIR", Flag: "file-buffer-dir", Unset: "<data-dir>/spool",
 		Usage: "disk spool for pushes the database cannot take (outage, push maintenance)",
-		kind:  text("dir", func(c *Config) *string { return &c.SpoolDir })},
+		kind:  text("dir", func(c *Config) *string { return &c.server.SpoolDir })},
 	{Env: "PG_HOST", Flag: "pg-host", Unset: "none (embedded engine)",
 		Usage: "PostgreSQL host; selects the PostgreSQL engine unless a database URL is set",
 		kind:  text("host", func(c *Config) *string { return &c.PGHost })},
@@ -270,32 +195,32 @@ var settings = []Setting{
 		kind:  millis(1, func(c *Config) *time.Duration { return &c.PGStatementTimeout })},
 	{Env: "QUEEN_NAME_CACHE_SIZE", Flag: "name-cache-size", Default: "50000",
 		Usage: "entries each name → id cache (queues, partitions, consumer groups) holds at most; the least recently used are dropped and read again when needed",
-		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.NameCacheSize })},
+		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.server.NameCacheSize })},
 	{Env: "QUEEN_MAX_BODY_BYTES", Flag: "max-body-bytes", Default: "67108864",
 		Usage: "largest request body; a larger one is answered 413",
-		kind:  integer("bytes", 1, math.MaxInt64, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+		kind:  integer("bytes", 1, math.MaxInt64, func(c *Config) *int64 { return &c.server.MaxBodyBytes })},
 	{Env: "QUEEN_HTTP_READ_HEADER_TIMEOUT_MS", Flag: "http-read-header-timeout-ms", Default: "10000",
 		Usage: "time a client has to send the request headers, in milliseconds",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.HTTPReadHeaderTimeout })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.ReadHeaderTimeout })},
 	{Env: "QUEEN_HTTP_READ_TIMEOUT_MS", Flag: "http-read-timeout-ms", Default: "10000",
 		Usage: "longest wait for the next bytes of a request body, in milliseconds",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.ReadTimeout })},
 	{Env: "QUEEN_HTTP_BODY_MIN_RATE", Flag: "http-body-min-rate", Default: "1024",
 		Usage: "bytes per second a body must average once the read timeout has passed, or it is cut off (0: no minimum)",
-		kind:  integer("int", 0, math.MaxInt64, func(c *Config) *int64 { return &c.HTTPBodyMinRate })},
+		kind:  offAtZero(integer("int", 0, math.MaxInt64, bodyMinRate), bodyMinRate, -1)},
 	{Env: "QUEEN_HTTP_WRITE_TIMEOUT_MS", Flag: "http-write-timeout-ms", Default: "30000",
 		Usage: "time to write a response, in milliseconds; a long poll gets its wait on top",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.WriteTimeout })},
 	{Env: "QUEEN_HTTP_IDLE_TIMEOUT_MS", Flag: "http-idle-timeout-ms", Default: "120000",
 		Usage: "how long an idle keep-alive connection stays open, in milliseconds",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.HTTPIdleTimeout })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.IdleTimeout })},
 	// Below 1 KiB ordinary requests with a token or a few cookies fail.
 	{Env: "QUEEN_HTTP_MAX_HEADER_BYTES", Flag: "http-max-header-bytes", Default: "65536",
 		Usage: "largest request header block (1024 at least)",
-		kind:  integer("bytes", 1024, math.MaxInt32, func(c *Config) *int { return &c.HTTPMaxHeaderBytes })},
+		kind:  integer("bytes", 1024, math.MaxInt32, func(c *Config) *int { return &c.server.MaxHeaderBytes })},
 	{Env: "QUEEN_HTTP_MAX_CONNECTIONS", Flag: "http-max-connections", Default: "16384",
 		Usage: "concurrent connections accepted at most",
-		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.HTTPMaxConnections })},
+		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.server.MaxConnections })},
 	{Env: "LOG_LEVEL", Flag: "log-level", Default: "info",
 		Usage: "trace, debug, info, warn, error, critical or off",
 		kind:  level(func(c *Config) *slog.Level { return &c.LogLevel })},
@@ -309,88 +234,89 @@ var settings = []Setting{
 	// Authentication, tenants, TLS, CORS.
 	{Env: "METRICS_SAMPLE_INTERVAL_MS", Flag: "metrics-sample-interval-ms", Default: "1000",
 		Usage: "how often the metrics sampler drains the per-queue counters and samples CPU, memory and the pool",
-		kind:  millis(10, func(c *Config) *time.Duration { return &c.MetricsSampleEvery })},
+		kind:  millis(10, func(c *Config) *time.Duration { return &c.server.MetricsSampleEvery })},
 	{Env: "METRICS_AGGREGATE_INTERVAL_S", Flag: "metrics-aggregate-interval-s", Default: "60",
 		Usage: "how often each broker writes its per-minute metrics rows (status and analytics series)",
-		kind:  seconds(1, func(c *Config) *time.Duration { return &c.MetricsAggregateEvery })},
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.server.MetricsAggregateEvery })},
 	{Env: "METRICS_RETENTION_DAYS", Flag: "metrics-retention-days", Default: "90",
 		Usage: "days metrics rows and the retention history are kept; older rows are swept in bounded steps",
-		kind:  integer("days", 1, 36500, func(c *Config) *int { return &c.MetricsRetentionDays })},
+		kind: days(1, func(c *Config) *time.Duration { return &c.server.MetricsRetention },
+			func(c *Config) *time.Duration { return &c.server.Sweeps.HistoryKeep })},
 	{Env: "QUEEN_METRICS_MAX_QUEUES", Flag: "metrics-max-queues", Default: "500",
 		Usage: "queues with per-queue Prometheus series and recorded figures: the deepest; queen_queue_metrics_omitted_queues counts the rest",
-		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.MetricsMaxQueues })},
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.server.MetricsMaxQueues })},
 	{Env: "WORKER_ID", Flag: "worker-id", Unset: "the process id",
 		Usage: "names this broker's metrics rows beside its hostname (brokers sharing a database each write their own)",
-		kind:  text("string", func(c *Config) *string { return &c.WorkerID })},
+		kind:  text("string", func(c *Config) *string { return &c.server.WorkerID })},
 	{Env: "JWT_ENABLED", Flag: "jwt-enabled", Default: "false",
 		Usage: "require a JWT (Authorization: Bearer) on every route that is not public",
-		kind:  boolean(func(c *Config) *bool { return &c.JWTEnabled })},
+		kind:  boolean(func(c *Config) *bool { return &c.server.Auth.JWTEnabled })},
 	{Env: "JWT_ALGORITHM", Flag: "jwt-algorithm", Default: auth.DefaultAlgorithm,
 		Usage: "the algorithm tokens must use: HS256, HS384, HS512, RS256, RS384, RS512, EdDSA, or auto (any the configured keys verify)",
-		kind:  algorithm(func(c *Config) *string { return &c.JWTAlgorithm })},
+		kind:  algorithm(func(c *Config) *string { return &c.server.Auth.Algorithm })},
 	{Env: "JWT_SECRET", Flag: "jwt-secret", Unset: "none",
 		Usage: "HMAC secret of HS* tokens (prefer the variable: flags show in ps)", secret: true,
-		kind: verbatim("string", func(c *Config) *string { return &c.JWTSecret })},
+		kind: verbatim("string", func(c *Config) *string { return &c.server.Auth.Secret })},
 	{Env: "JWT_PUBLIC_KEY", Flag: "jwt-public-key", Unset: "none",
 		Usage: "public key of RS*/EdDSA tokens: PEM text (\\n for newlines allowed) or the path of a PEM file",
-		kind:  publicKey(func(c *Config) *string { return &c.JWTPublicKey })},
+		kind:  publicKey(func(c *Config) *string { return &c.server.Auth.PublicKey })},
 	{Env: "JWT_JWKS_URL", Flag: "jwt-jwks-url", Unset: "none",
 		Usage: "JWKS endpoint serving the keys of RS*/EdDSA tokens, cached by kid",
-		kind:  httpURL(func(c *Config) *string { return &c.JWTJWKSURL })},
+		kind:  httpURL(func(c *Config) *string { return &c.server.Auth.JWKSURL })},
 	{Env: "JWT_JWKS_REFRESH_INTERVAL", Flag: "jwt-jwks-refresh-interval", Default: "3600",
 		Usage: "seconds between JWKS refreshes (an unknown kid also fetches it, at most every 10 s)",
-		kind:  seconds(1, func(c *Config) *time.Duration { return &c.JWTJWKSRefresh })},
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.server.Auth.JWKSRefresh })},
 	{Env: "JWT_JWKS_TIMEOUT_MS", Flag: "jwt-jwks-timeout-ms", Default: "5000",
 		Usage: "longest JWKS fetch in milliseconds (a request with a new kid waits at most this)",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.JWTJWKSTimeout })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Auth.JWKSTimeout })},
 	{Env: "JWT_ISSUER", Flag: "jwt-issuer", Unset: "not checked",
 		Usage: "the iss tokens must carry",
-		kind:  text("string", func(c *Config) *string { return &c.JWTIssuer })},
+		kind:  text("string", func(c *Config) *string { return &c.server.Auth.Issuer })},
 	{Env: "JWT_AUDIENCE", Flag: "jwt-audience", Unset: "not checked",
 		Usage: "the aud tokens must name (comma-separated: any one of them)",
-		kind:  list("list", nil, func(c *Config) *[]string { return &c.JWTAudience })},
+		kind:  list("list", nil, func(c *Config) *[]string { return &c.server.Auth.Audience })},
 	{Env: "JWT_CLOCK_SKEW", Flag: "jwt-clock-skew", Default: "30",
 		Usage: "seconds of leeway for a token's exp, nbf and iat",
-		kind:  seconds(0, func(c *Config) *time.Duration { return &c.JWTClockSkew })},
+		kind:  offAtZero(seconds(0, clockSkew), clockSkew, -1)},
 	{Env: "JWT_SKIP_PATHS", Flag: "jwt-skip-paths", Default: strings.Join(auth.DefaultSkipPaths, ","),
 		Usage: "paths served without authentication: exact, or a prefix when the entry ends in / (none: no path)",
-		kind:  list("paths", skipPath, func(c *Config) *[]string { return &c.JWTSkipPaths })},
+		kind:  list("paths", skipPath, func(c *Config) *[]string { return &c.server.Auth.SkipPaths })},
 	{Env: "JWT_ROLES_CLAIM", Flag: "jwt-roles-claim", Default: auth.DefaultRoleClaim,
 		Usage: "claim holding one role name",
-		kind:  text("string", func(c *Config) *string { return &c.JWTRoleClaim })},
+		kind:  text("string", func(c *Config) *string { return &c.server.Auth.RoleClaim })},
 	{Env: "JWT_ROLES_ARRAY_CLAIM", Flag: "jwt-roles-array-claim", Default: auth.DefaultRolesClaim,
 		Usage: "claim holding an array of role names",
-		kind:  text("string", func(c *Config) *string { return &c.JWTRolesClaim })},
+		kind:  text("string", func(c *Config) *string { return &c.server.Auth.RolesClaim })},
 	{Env: "JWT_ROLE_ADMIN", Flag: "jwt-role-admin", Default: string(auth.RoleAdmin),
 		Usage: "the admin role's name in tokens",
-		kind:  text("string", func(c *Config) *string { return &c.JWTRoleAdmin })},
+		kind:  roleName(auth.RoleAdmin)},
 	{Env: "JWT_ROLE_READ_WRITE", Flag: "jwt-role-read-write", Default: string(auth.RoleReadWrite),
 		Usage: "the read-write role's name in tokens",
-		kind:  text("string", func(c *Config) *string { return &c.JWTRoleReadWrite })},
+		kind:  roleName(auth.RoleReadWrite)},
 	{Env: "JWT_ROLE_READ_ONLY", Flag: "jwt-role-read-only", Default: string(auth.RoleReadOnly),
 		Usage: "the read-only role's name in tokens",
-		kind:  text("string", func(c *Config) *string { return &c.JWTRoleReadOnly })},
+		kind:  roleName(auth.RoleReadOnly)},
 	{Env: "JWT_ROLE_WRITE_ONLY", Flag: "jwt-role-write-only", Default: string(auth.RoleWriteOnly),
 		Usage: "the write-only role's name in tokens",
-		kind:  text("string", func(c *Config) *string { return &c.JWTRoleWriteOnly })},
+		kind:  roleName(auth.RoleWriteOnly)},
 	{Env: "JWT_TENANT_CLAIM", Flag: "jwt-tenant-claim", Default: auth.DefaultTenantClaim,
 		Usage: "claim holding the token's tenant (a UUID)",
-		kind:  text("string", func(c *Config) *string { return &c.JWTTenantClaim })},
+		kind:  text("string", func(c *Config) *string { return &c.server.Auth.TenantClaim })},
 	{Env: "QUEEN_API_TOKENS", Flag: "api-tokens", Unset: "none",
 		Usage: "static bearer tokens, token:role[:tenant],… (role admin, read-write, read-only or write-only; prefer the variable: flags show in ps)",
-		kind:  apiTokens(func(c *Config) *[]auth.Token { return &c.APITokens }), secret: true},
+		kind:  apiTokens(func(c *Config) *[]auth.Token { return &c.server.Auth.Tokens }), secret: true},
 	{Env: "QUEEN_TENANCY_ENABLED", Flag: "tenancy-enabled", Default: "false",
 		Usage: "act for the tenant of the token's tenant claim or the x-queen-tenant header; queues are per tenant",
-		kind:  boolean(func(c *Config) *bool { return &c.TenancyEnabled })},
+		kind:  boolean(func(c *Config) *bool { return &c.server.TenancyEnabled })},
 	{Env: "QUEEN_TLS_CERT", Flag: "tls-cert", Unset: "none (plain HTTP)",
 		Usage: "PEM certificate chain; with --tls-key, serve HTTPS and HTTP/2 (reloaded on SIGHUP and when the files change)",
-		kind:  text("file", func(c *Config) *string { return &c.TLSCertFile })},
+		kind:  text("file", func(c *Config) *string { return &c.server.TLSCertFile })},
 	{Env: "QUEEN_TLS_KEY", Flag: "tls-key", Unset: "none (plain HTTP)",
 		Usage: "PEM private key of --tls-cert",
-		kind:  text("file", func(c *Config) *string { return &c.TLSKeyFile })},
+		kind:  text("file", func(c *Config) *string { return &c.server.TLSKeyFile })},
 	{Env: "CORS_ALLOW_ORIGIN", Flag: "cors-allow-origin", Unset: "off (no CORS headers)",
 		Usage: "origins browsers may call from, comma-separated (https://dash.example.com), or *",
-		kind:  list("origins", corsOrigin, func(c *Config) *[]string { return &c.CORSAllowOrigins })},
+		kind:  list("origins", corsOrigin, func(c *Config) *[]string { return &c.server.CORSAllowOrigins })},
 
 	// Queue options the broker applies: encryption at rest, retention and
 	// eviction (docs/api.md, "Configure a queue").
@@ -402,54 +328,54 @@ var settings = []Setting{
 		kind:  list("hex list", nil, func(c *Config) *[]string { return &c.EncryptionKeysOld }), secret: true},
 	{Env: "RETENTION_INTERVAL", Flag: "retention-interval", Default: "300000",
 		Usage: "milliseconds between retention runs (retentionSeconds, completedRetentionSeconds, idle partitions)",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.RetentionInterval })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Sweeps.RetentionEvery })},
 	{Env: "RETENTION_BATCH_SIZE", Flag: "retention-batch-size", Default: "1000",
 		Usage: "messages one retention step deletes at most",
-		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.RetentionBatch })},
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.server.Sweeps.RetentionBatch })},
 	{Env: "PARTITION_CLEANUP_DAYS", Flag: "partition-cleanup-days", Default: "30",
 		Usage: "days after which retention deletes an empty partition that saw no push and no pop",
-		kind:  days(1, func(c *Config) *time.Duration { return &c.PartitionIdle })},
+		kind:  days(1, func(c *Config) *time.Duration { return &c.server.Sweeps.PartitionIdle })},
 	{Env: "EVICTION_INTERVAL", Flag: "eviction-interval", Default: "60000",
 		Usage: "milliseconds between eviction runs (maxWaitTimeSeconds)",
-		kind:  millis(1, func(c *Config) *time.Duration { return &c.EvictionInterval })},
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Sweeps.EvictionEvery })},
 	{Env: "EVICTION_BATCH_SIZE", Flag: "eviction-batch-size", Default: "1000",
 		Usage: "dead letters one eviction step writes at most",
-		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.EvictionBatch })},
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.server.Sweeps.EvictionBatch })},
 
 	// Key/value state, timers, ephemeral queues and their token bucket.
 	{Env: "QUEEN_KV_ENABLED", Flag: "kv-enabled", Default: "true",
 		Usage: "serve the key/value routes and kv operations in transactions (false: 403)",
-		kind:  boolean(func(c *Config) *bool { return &c.KVEnabled })},
+		kind:  negated(func(c *Config) *bool { return &c.server.KV.Disabled })},
 	{Env: "QUEEN_KV_MAX_OPS", Flag: "kv-max-ops", Default: "100",
 		Usage: "operations of one key/value batch at most; more is answered 413",
-		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.KVMaxOps })},
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.server.KV.MaxOps })},
 	{Env: "QUEEN_KV_MAX_VALUE_BYTES", Flag: "kv-max-value-bytes", Default: "65536",
 		Usage: "bytes of one key/value value at most; more is answered 413",
-		kind:  integer("bytes", 1, 64<<20, func(c *Config) *int { return &c.KVMaxValueBytes })},
+		kind:  integer("bytes", 1, 64<<20, func(c *Config) *int { return &c.server.KV.MaxValueBytes })},
 	{Env: "QUEEN_TIMERS_ENABLED", Flag: "timers-enabled", Default: "true",
 		Usage: "serve the timer routes and run the timer service (false: 403)",
-		kind:  boolean(func(c *Config) *bool { return &c.TimersEnabled })},
+		kind:  negated(func(c *Config) *bool { return &c.server.Timers.Disabled })},
 	{Env: "TIMER_POLL_INTERVAL_MS", Flag: "timer-poll-interval-ms", Default: "250",
 		Usage: "how often a broker without the timer service tries to take it over, in milliseconds (the broker with it wakes on schedules and due times, and looks at least every 20 intervals)",
-		kind:  millis(10, func(c *Config) *time.Duration { return &c.TimerPollInterval })},
+		kind:  millis(10, func(c *Config) *time.Duration { return &c.server.Timers.PollEvery })},
 	{Env: "TIMER_BATCH_SIZE", Flag: "timer-batch-size", Default: "1000",
 		Usage: "timers one fire step pushes at most",
-		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.TimerBatch })},
+		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.server.Timers.Batch })},
 	{Env: "TIMER_MAX_DELAY_SECONDS", Flag: "timer-max-delay-seconds", Default: "31536000",
 		Usage: "furthest ahead a timer may be scheduled, in seconds",
-		kind:  seconds(1, func(c *Config) *time.Duration { return &c.TimerMaxDelay })},
+		kind:  seconds(1, func(c *Config) *time.Duration { return &c.server.Timers.MaxDelay })},
 	{Env: "QUEEN_EPHEMERAL_ENABLED", Flag: "ephemeral-enabled", Default: "true",
 		Usage: "serve the ephemeral-queue routes (false: 403)",
-		kind:  boolean(func(c *Config) *bool { return &c.EphemeralEnabled })},
+		kind:  negated(func(c *Config) *bool { return &c.server.Ephemeral.Disabled })},
 	{Env: "QUEEN_TENANT_RATE_PER_SEC", Flag: "tenant-rate-per-sec", Default: "1000",
 		Usage: "tokens per second of each tenant's bucket on the kv, timer and ephemeral routes (429 when empty)",
-		kind:  positiveFloat(func(c *Config) *float64 { return &c.TenantRatePerSec })},
+		kind:  positiveFloat(func(c *Config) *float64 { return &c.server.RateLimit.Default.Rate })},
 	{Env: "QUEEN_TENANT_BURST", Flag: "tenant-burst", Default: "2000",
 		Usage: "tokens each tenant's bucket holds at most",
-		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.TenantBurst })},
+		kind:  integer("int", 1, math.MaxInt32, func(c *Config) *int { return &c.server.RateLimit.Default.Burst })},
 	{Env: "QUEEN_TENANT_RATE_OVERRIDES", Flag: "tenant-rate-overrides", Unset: "none",
 		Usage: "per-tenant rate and burst: tenant-uuid=rate:burst,…",
-		kind:  rateOverrides(func(c *Config) *string { return &c.TenantRateOverrides })},
+		kind:  rateOverrides(func(c *Config) *map[string]ratelimit.Limit { return &c.server.RateLimit.Overrides })},
 }
 
 // Settings returns the settings table, in the order help lists it.
@@ -525,9 +451,10 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if c.SpoolDir == "" {
-		c.SpoolDir = filepath.Join(c.DataDir, "spool")
+	if c.server.SpoolDir == "" {
+		c.server.SpoolDir = filepath.Join(c.DataDir, "spool")
 	}
+	c.server.Encryption, _ = c.Keyring() // validated above
 	if c.DatabaseURL == "" && c.PGHost != "" {
 		c.DatabaseURL = c.pgURL()
 	}
@@ -537,7 +464,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 // validate checks the settings that only make sense together.
 func (c *Config) validate() []error {
 	var errs []error
-	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+	if (c.server.TLSCertFile == "") != (c.server.TLSKeyFile == "") {
 		errs = append(errs, errors.New("QUEEN_TLS_CERT and QUEEN_TLS_KEY go together: set both or neither"))
 	}
 	// The verifier names the JWT_* setting at fault (an algorithm without
@@ -641,14 +568,62 @@ func parseInt(v string, min, max int64) (int64, error) {
 	return 0, fmt.Errorf("want an integer from %d to %d", min, max)
 }
 
-// days reads a count of days into a time.Duration.
-func days(min int64, field func(*Config) *time.Duration) kind {
+// days reads a count of days into one time.Duration or more (a setting
+// two services read).
+func days(min int64, fields ...func(*Config) *time.Duration) kind {
 	return kind{"days", func(c *Config, v string) error {
 		n, err := parseInt(v, min, 100*365)
 		if err != nil {
 			return fmt.Errorf("%w (days)", err)
 		}
-		*field(c) = time.Duration(n) * 24 * time.Hour
+		for _, field := range fields {
+			*field(c) = time.Duration(n) * 24 * time.Hour
+		}
+		return nil
+	}}
+}
+
+// offAtZero is k writing field, except that a value of 0 is written as
+// off: for settings where 0 turns something off but the field's zero
+// value means its default.
+func offAtZero[T comparable](k kind, field func(*Config) *T, off T) kind {
+	return kind{k.name, func(c *Config, v string) error {
+		if err := k.set(c, v); err != nil {
+			return err
+		}
+		if var0 := *new(T); *field(c) == var0 {
+			*field(c) = off
+		}
+		return nil
+	}}
+}
+
+// The fields offAtZero writes.
+var (
+	bodyMinRate = func(c *Config) *int64 { return &c.server.BodyMinRate }
+	clockSkew   = func(c *Config) *time.Duration { return &c.server.Auth.ClockSkew }
+)
+
+// negated reads a boolean into a field that says the opposite: an
+// X_ENABLED setting into a feature's Disabled.
+func negated(field func(*Config) *bool) kind {
+	b := boolean(field)
+	return kind{b.name, func(c *Config, v string) error {
+		if err := b.set(c, v); err != nil {
+			return err
+		}
+		*field(c) = !*field(c)
+		return nil
+	}}
+}
+
+// roleName reads the name role has in tokens.
+func roleName(role auth.Role) kind {
+	return kind{"string", func(c *Config, v string) error {
+		if c.server.Auth.RoleNames == nil {
+			c.server.Auth.RoleNames = map[auth.Role]string{}
+		}
+		c.server.Auth.RoleNames[role] = strings.TrimSpace(v)
 		return nil
 	}}
 }
@@ -805,14 +780,15 @@ func positiveFloat(field func(*Config) *float64) kind {
 	}}
 }
 
-// rateOverrides reads QUEEN_TENANT_RATE_OVERRIDES, checked by package
+// rateOverrides reads QUEEN_TENANT_RATE_OVERRIDES with package
 // ratelimit's parser.
-func rateOverrides(field func(*Config) *string) kind {
+func rateOverrides(field func(*Config) *map[string]ratelimit.Limit) kind {
 	return kind{"list", func(c *Config, v string) error {
-		if _, err := ratelimit.ParseOverrides(v); err != nil {
+		o, err := ratelimit.ParseOverrides(v)
+		if err != nil {
 			return err
 		}
-		*field(c) = strings.TrimSpace(v)
+		*field(c) = o
 		return nil
 	}}
 }

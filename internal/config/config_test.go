@@ -15,7 +15,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/queen-go/queen/internal/auth"
+	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/logging"
+	"github.com/queen-go/queen/internal/ratelimit"
+	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/timers"
 )
 
 func env(m map[string]string) func(string) string {
@@ -28,7 +33,7 @@ func TestDefaultsSelectTheEmbeddedEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Engine() != "sqlite" || c.Addr() != "0.0.0.0:6632" || c.DataDir != "./queen-data" ||
-		c.MaxBodyBytes != 64<<20 || c.SpoolDir != "queen-data/spool" {
+		c.Server().MaxBodyBytes != 64<<20 || c.Server().SpoolDir != "queen-data/spool" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -96,9 +101,9 @@ func TestFlagBeatsVariableBeatsDefault(t *testing.T) {
 		{"bool flag false", []string{"--pg-ssl-reject-unauthorized=false", "--pg-host=h"}, map[string]string{"PG_USE_SSL": "true"},
 			func(c *Config) bool { return strings.HasSuffix(c.DatabaseURL, "sslmode=require") }},
 		{"ms flag", []string{"--http-write-timeout-ms=2500"}, map[string]string{"QUEEN_HTTP_WRITE_TIMEOUT_MS": "100"},
-			func(c *Config) bool { return c.HTTPWriteTimeout == 2500*time.Millisecond }},
+			func(c *Config) bool { return c.Server().WriteTimeout == 2500*time.Millisecond }},
 		{"data dir moves the spool", []string{"--data-dir=/var/lib/queen"}, nil,
-			func(c *Config) bool { return c.SpoolDir == "/var/lib/queen/spool" }},
+			func(c *Config) bool { return c.Server().SpoolDir == "/var/lib/queen/spool" }},
 		{"database URL flag over PG_HOST", []string{"--database-url=postgres://a@b/c"}, map[string]string{"PG_HOST": "h"},
 			func(c *Config) bool { return c.DatabaseURL == "postgres://a@b/c" }},
 		{"log flags", []string{"--log-level=trace", "--log-format=json"}, map[string]string{"LOG_LEVEL": "error", "LOG_FORMAT": "text"},
@@ -144,25 +149,28 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		BindAddr: "0.0.0.0", Port: 6632,
-		DataDir: "./queen-data", SpoolDir: "queen-data/spool", NameCacheSize: 50000,
+		BindAddr: "0.0.0.0", Port: 6632, DataDir: "./queen-data",
 		PGDatabase: "postgres", PGPassword: "postgres", PGPoolSize: 20, PGPort: 5432, PGSSLRejectUnauthorized: true,
 		PGSchema: "queen", PGStatementTimeout: 30 * time.Second, PGUser: "postgres",
-		HTTPBodyMinRate: 1024, HTTPIdleTimeout: 120 * time.Second, HTTPMaxConnections: 16384, HTTPMaxHeaderBytes: 65536,
-		HTTPReadHeaderTimeout: 10 * time.Second, HTTPReadTimeout: 10 * time.Second, HTTPWriteTimeout: 30 * time.Second,
-		MaxBodyBytes: 64 << 20,
-		LogFormat:    logging.FormatText, LogLevel: slog.LevelInfo,
-		MetricsAggregateEvery: time.Minute, MetricsMaxQueues: 500, MetricsRetentionDays: 90,
-		MetricsSampleEvery: time.Second,
-		JWTAlgorithm:       "HS256", JWTClockSkew: 30 * time.Second, JWTJWKSRefresh: time.Hour, JWTJWKSTimeout: 5 * time.Second,
-		JWTSkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/"},
-		JWTRoleClaim: "role", JWTRolesClaim: "roles", JWTTenantClaim: "tenant",
-		JWTRoleAdmin: "admin", JWTRoleReadWrite: "read-write", JWTRoleReadOnly: "read-only", JWTRoleWriteOnly: "write-only",
-		EvictionBatch: 1000, EvictionInterval: time.Minute,
-		PartitionIdle: 30 * 24 * time.Hour, RetentionBatch: 1000, RetentionInterval: 5 * time.Minute,
-		EphemeralEnabled: true, KVEnabled: true, KVMaxOps: 100, KVMaxValueBytes: 65536, TenantBurst: 2000,
-		TenantRatePerSec: 1000, TimerBatch: 1000, TimerMaxDelay: 365 * 24 * time.Hour, TimerPollInterval: 250 * time.Millisecond,
-		TimersEnabled: true,
+		LogFormat: logging.FormatText, LogLevel: slog.LevelInfo,
+		server: server.Config{
+			SpoolDir: "queen-data/spool", NameCacheSize: 50000,
+			BodyMinRate: 1024, IdleTimeout: 120 * time.Second, MaxConnections: 16384, MaxHeaderBytes: 65536,
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			MaxBodyBytes:          64 << 20,
+			MetricsAggregateEvery: time.Minute, MetricsMaxQueues: 500, MetricsRetention: 90 * 24 * time.Hour,
+			MetricsSampleEvery: time.Second,
+			Auth: auth.Config{Algorithm: "HS256", ClockSkew: 30 * time.Second, JWKSRefresh: time.Hour,
+				JWKSTimeout: 5 * time.Second, SkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/"},
+				RoleClaim: "role", RolesClaim: "roles", TenantClaim: "tenant",
+				RoleNames: map[auth.Role]string{auth.RoleAdmin: "admin", auth.RoleReadWrite: "read-write",
+					auth.RoleReadOnly: "read-only", auth.RoleWriteOnly: "write-only"}},
+			Sweeps: broker.SweepConfig{EvictionBatch: 1000, EvictionEvery: time.Minute, HistoryKeep: 90 * 24 * time.Hour,
+				PartitionIdle: 30 * 24 * time.Hour, RetentionBatch: 1000, RetentionEvery: 5 * time.Minute},
+			KV:        kv.Config{MaxOps: 100, MaxValueBytes: 65536},
+			RateLimit: ratelimit.Config{Default: ratelimit.Limit{Rate: 1000, Burst: 2000}},
+			Timers:    timers.Config{Batch: 1000, MaxDelay: 365 * 24 * time.Hour, PollEvery: 250 * time.Millisecond},
+		},
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", *c, want)
@@ -295,8 +303,9 @@ func TestAuthSettings(t *testing.T) {
 		len(a.Tokens) != 2 || a.Tokens[1].Tenant != "0192f0a0-aaaa-7000-8000-00000000000a" {
 		t.Fatalf("auth config: %+v", a)
 	}
-	if !c.TenancyEnabled || !reflect.DeepEqual(c.CORSAllowOrigins, []string{"https://dash.example.com", "http://localhost:5173"}) ||
-		c.TLSCertFile != "/etc/queen/cert.pem" || c.TLSKeyFile != "/etc/queen/key.pem" {
+	if sc := c.Server(); !sc.TenancyEnabled ||
+		!reflect.DeepEqual(sc.CORSAllowOrigins, []string{"https://dash.example.com", "http://localhost:5173"}) ||
+		sc.TLSCertFile != "/etc/queen/cert.pem" || sc.TLSKeyFile != "/etc/queen/key.pem" {
 		t.Fatalf("config: %+v", c)
 	}
 	if _, err := auth.New(a); err != nil {
@@ -334,5 +343,28 @@ func TestBadAuthSettingsNameTheVariable(t *testing.T) {
 	}
 	if _, err := FromEnv(env(map[string]string{"CORS_ALLOW_ORIGIN": "*"})); err != nil {
 		t.Fatalf("CORS_ALLOW_ORIGIN=*: %v", err)
+	}
+}
+
+// TestRowsWriteTheServerConfig: the settings land in the feature configs
+// the server takes, turned into their terms (an X_ENABLED=false is the
+// feature's Disabled, a 0 that turns a limit off is its "none").
+func TestRowsWriteTheServerConfig(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{
+		"QUEEN_KV_ENABLED": "false", "QUEEN_TIMERS_ENABLED": "false", "QUEEN_EPHEMERAL_ENABLED": "true",
+		"QUEEN_HTTP_BODY_MIN_RATE": "00", "METRICS_RETENTION_DAYS": "7", "QUEEN_KV_MAX_OPS": "7",
+		"QUEEN_TENANT_RATE_OVERRIDES": "0192f0a0-aaaa-7000-8000-00000000000a=5:10", "TIMER_BATCH_SIZE": "12",
+		"QUEEN_ENCRYPTION_KEY": strings.Repeat("ab", 32),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Server()
+	week := 7 * 24 * time.Hour
+	if !s.KV.Disabled || !s.Timers.Disabled || s.Ephemeral.Disabled || s.BodyMinRate != -1 ||
+		s.MetricsRetention != week || s.Sweeps.HistoryKeep != week || s.KV.MaxOps != 7 || s.Timers.Batch != 12 ||
+		s.RateLimit.Overrides["0192f0a0-aaaa-7000-8000-00000000000a"] != (ratelimit.Limit{Rate: 5, Burst: 10}) ||
+		s.Encryption == nil {
+		t.Fatalf("server config: %+v", s)
 	}
 }

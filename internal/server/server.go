@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,8 +208,10 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.broker = b
 	s.log = log
 	s.spool = sp
-	s.services = service.NewSupervisor(log, slices.Concat(verifier.Services(), b.Services(), ctl.Services(),
-		sx.Services(), []service.Service{listener, s.sampler}, kvs.Services(), tms.Services(), eph.Services())...)
+	// Every source of background work, in start order (stopped in
+	// reverse).
+	sources := []service.Source{verifier, b, ctl, sx, service.List{listener, s.sampler}, kvs, tms, eph}
+	s.services = service.NewSupervisor(log, service.Collect(sources...)...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{
 		Handler:           handler,
