@@ -11,9 +11,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
-// client is a thin HTTP/JSON client for the routes the bench drives.
+// client is a thin HTTP/JSON client for the routes the bench drives; the
+// bodies are package api's wire types.
 type client struct {
 	auth []string // the Authorization header's value; nil for none
 	base string
@@ -80,10 +83,7 @@ func (c *client) health(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var h struct {
-		Status string `json:"status"`
-		Engine string `json:"engine"`
-	}
+	var h api.Health
 	_ = json.Unmarshal(body, &h)
 	if status != http.StatusOK {
 		return h.Engine, fmt.Errorf("health: HTTP %d: %s", status, strings.TrimSpace(string(body)))
@@ -100,68 +100,4 @@ func (c *client) deleteQueue(ctx context.Context, queue string) error {
 		return fmt.Errorf("delete queue %s: HTTP %d: %s", queue, status, strings.TrimSpace(string(body)))
 	}
 	return nil
-}
-
-// pushVerdict is one element of a /push answer.
-type pushVerdict struct {
-	Status string `json:"status"`
-	Error  string `json:"error"`
-}
-
-// popResponse is a 200 pop envelope; only the fields the bench uses.
-type popResponse struct {
-	LeaseID  *string      `json:"leaseId"`
-	Messages []popMessage `json:"messages"`
-}
-
-type popMessage struct {
-	TransactionID string          `json:"transactionId"`
-	PartitionID   string          `json:"partitionId"`
-	Partition     string          `json:"partition"`
-	LeaseID       *string         `json:"leaseId"`
-	Data          json.RawMessage `json:"data"`
-}
-
-type ackItem struct {
-	TransactionID string `json:"transactionId"`
-	PartitionID   string `json:"partitionId"`
-	LeaseID       string `json:"leaseId,omitempty"`
-	Status        string `json:"status"`
-}
-
-type ackBatchBody struct {
-	ConsumerGroup   string    `json:"consumerGroup"`
-	Acknowledgments []ackItem `json:"acknowledgments"`
-}
-
-type ackVerdict struct {
-	Success bool    `json:"success"`
-	Error   *string `json:"error"`
-}
-
-// txOp is one operation of a /transaction body (ack or push).
-type txOp struct {
-	Type          string   `json:"type"`
-	TransactionID string   `json:"transactionId,omitempty"`
-	PartitionID   string   `json:"partitionId,omitempty"`
-	Status        string   `json:"status,omitempty"`
-	ConsumerGroup string   `json:"consumerGroup,omitempty"`
-	LeaseID       string   `json:"leaseId,omitempty"`
-	Items         []txItem `json:"items,omitempty"`
-}
-
-type txItem struct {
-	Queue     string          `json:"queue"`
-	Partition string          `json:"partition"`
-	Payload   json.RawMessage `json:"payload"`
-}
-
-type txBody struct {
-	Operations     []txOp   `json:"operations"`
-	RequiredLeases []string `json:"requiredLeases,omitempty"`
-}
-
-type txResponse struct {
-	Success bool   `json:"success"`
-	Error   string `json:"error"`
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/api"
 )
 
 // IdleConfig is the parked-polls scenario (`queen bench idle`): Polls long
@@ -359,7 +361,7 @@ func idlePoll(ctx context.Context, c *client, path string, answers chan<- idleAn
 			errs.add(fmt.Sprintf("pop: HTTP %d", status))
 			time.Sleep(100 * time.Millisecond)
 		default:
-			var resp popResponse
+			var resp api.PopResponse
 			if err := json.Unmarshal(body, &resp); err != nil {
 				errs.add("pop: bad JSON")
 				continue
@@ -377,7 +379,8 @@ func idlePoll(ctx context.Context, c *client, path string, answers chan<- idleAn
 
 // idlePush pushes one message carrying round to queue.
 func idlePush(ctx context.Context, c *client, queue string, round int) error {
-	body, _ := json.Marshal(map[string]any{"items": []map[string]any{{"queue": queue, "payload": map[string]int{"w": round}}}})
+	payload, _ := json.Marshal(map[string]int{"w": round})
+	body, _ := json.Marshal(api.PushRequest{Items: []api.PushItem{{Queue: queue, Payload: payload}}})
 	status, resp, err := c.do(ctx, http.MethodPost, "/api/v1/push", body)
 	if err != nil {
 		return err

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	fastjson "github.com/segmentio/encoding/json"
+
+	"github.com/queen-go/queen/api"
 )
 
 // Ack modes.
@@ -621,7 +623,7 @@ func (r *runner) push(ctx context.Context, body []byte, n int, hist *Histogram) 
 			}
 			return confirmed // a 4xx will not get better by retrying
 		}
-		var verdicts []pushVerdict
+		var verdicts []api.PushVerdict
 		if err := fastjson.Unmarshal(resp, &verdicts); err != nil || len(verdicts) != n {
 			r.errs.add("push: malformed answer")
 			return confirmed
@@ -629,10 +631,10 @@ func (r *runner) push(ctx context.Context, body []byte, n int, hist *Histogram) 
 		var ok int64
 		for i, v := range verdicts {
 			switch v.Status {
-			case "queued", "buffered":
+			case api.PushQueued, api.PushBuffered:
 				confirmed[i] = true
 				ok++
-			case "duplicate":
+			case api.PushDuplicate:
 				// Expected only when an earlier attempt of this request
 				// committed; either way the message is stored.
 				confirmed[i] = true
@@ -641,7 +643,7 @@ func (r *runner) push(ctx context.Context, body []byte, n int, hist *Histogram) 
 					r.errs.add("push: unexpected duplicate")
 				}
 			default:
-				r.errs.add("push: item " + v.Status + ": " + v.Error)
+				r.errs.add("push: item " + string(v.Status) + ": " + leaseOf(v.Error))
 			}
 		}
 		r.pushed.Add(ok)
@@ -710,7 +712,7 @@ func (r *runner) consume(ctx context.Context, g int, hist *Histogram) {
 			pause()
 			continue
 		}
-		var resp popResponse
+		var resp api.PopResponse
 		if err := fastjson.Unmarshal(body, &resp); err != nil {
 			r.errs.add("pop: malformed answer")
 			continue
@@ -743,6 +745,7 @@ func (r *runner) consume(ctx context.Context, g int, hist *Histogram) {
 	}
 }
 
+// leaseOf is *p, or "" for nil (a lease id, an error text).
 func leaseOf(p *string) string {
 	if p == nil {
 		return ""
@@ -750,11 +753,11 @@ func leaseOf(p *string) string {
 	return *p
 }
 
-func (r *runner) ackBatch(ctx context.Context, g int, msgs []popMessage) {
-	body := ackBatchBody{ConsumerGroup: r.groups[g], Acknowledgments: make([]ackItem, len(msgs))}
+func (r *runner) ackBatch(ctx context.Context, g int, msgs []api.PopMessage) {
+	body := api.AckBatchRequest{ConsumerGroup: r.groups[g], Acknowledgments: make([]api.Ack, len(msgs))}
 	for i, m := range msgs {
-		body.Acknowledgments[i] = ackItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
-			LeaseID: leaseOf(m.LeaseID), Status: "completed"}
+		body.Acknowledgments[i] = api.Ack{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
+			LeaseID: leaseOf(m.LeaseID), Status: api.AckCompleted}
 	}
 	raw, _ := fastjson.Marshal(body)
 	// An ack must not be cut short by the end of the run: an abandoned lease
@@ -770,7 +773,7 @@ func (r *runner) ackBatch(ctx context.Context, g int, msgs []popMessage) {
 		r.errs.add(fmt.Sprintf("ack: HTTP %d", status))
 		return
 	}
-	var verdicts []ackVerdict
+	var verdicts []api.AckVerdict
 	if err := fastjson.Unmarshal(resp, &verdicts); err != nil || len(verdicts) != len(msgs) {
 		r.errs.add("ack: malformed answer")
 		return
@@ -784,19 +787,20 @@ func (r *runner) ackBatch(ctx context.Context, g int, msgs []popMessage) {
 
 // ackTx acknowledges the batch and pushes one message on to the forward
 // queue in one transaction: the shape of a pipeline stage.
-func (r *runner) ackTx(ctx context.Context, g int, resp popResponse) {
+func (r *runner) ackTx(ctx context.Context, g int, resp api.PopResponse) {
 	msgs := resp.Messages
 	if len(msgs) == 0 {
 		return
 	}
-	ops := make([]txOp, 0, len(msgs)+1)
+	ops := make([]api.TransactionOperation, 0, len(msgs)+1)
 	for _, m := range msgs {
-		ops = append(ops, txOp{Type: "ack", TransactionID: m.TransactionID, PartitionID: m.PartitionID,
-			Status: "completed", ConsumerGroup: r.groups[g], LeaseID: leaseOf(m.LeaseID)})
+		ops = append(ops, api.TransactionOperation{Type: api.OperationAck, Ack: api.Ack{TransactionID: m.TransactionID,
+			PartitionID: m.PartitionID, Status: api.AckCompleted, ConsumerGroup: r.groups[g], LeaseID: leaseOf(m.LeaseID)}})
 	}
 	fwd, _ := json.Marshal(map[string]any{"from": r.groups[g], "count": len(msgs), "first": msgs[0].TransactionID})
-	ops = append(ops, txOp{Type: "push", Items: []txItem{{Queue: r.forwardQueue(), Partition: msgs[0].Partition, Payload: fwd}}})
-	body := txBody{Operations: ops}
+	ops = append(ops, api.TransactionOperation{Type: api.OperationPush,
+		Items: []api.PushItem{{Queue: r.forwardQueue(), Partition: msgs[0].Partition, Payload: fwd}}})
+	body := api.TransactionRequest{Operations: ops}
 	if l := leaseOf(resp.LeaseID); l != "" {
 		body.RequiredLeases = []string{l}
 	}
@@ -812,13 +816,13 @@ func (r *runner) ackTx(ctx context.Context, g int, resp popResponse) {
 		r.errs.add(fmt.Sprintf("tx: HTTP %d", status))
 		return
 	}
-	var tr txResponse
+	var tr api.TransactionResponse
 	if err := json.Unmarshal(out, &tr); err != nil {
 		r.errs.add("tx: malformed answer")
 		return
 	}
 	if !tr.Success {
-		r.errs.add("tx: failed: " + tr.Error)
+		r.errs.add("tx: failed: " + leaseOf(tr.Error))
 		return
 	}
 	r.forwarded.Add(1)

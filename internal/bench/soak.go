@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/queen-go/queen/api"
 )
 
 // SoakConfig is the soak scenario (`queen bench soak`): a steady push, pop
@@ -79,8 +81,9 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		rc.Queue = "bench-soak-" + time.Now().UTC().Format("20060102-150405") + "-" + newRunID()
 	}
 	c := &client{base: rc.URL, hc: newHTTPClient(4), auth: bearer(rc.Token)}
-	body, _ := json.Marshal(map[string]any{"queue": rc.Queue, "options": map[string]any{
-		"retentionEnabled": true, "completedRetentionSeconds": int(cfg.CompletedRetention.Seconds())}})
+	opts := api.DefaultQueueOptions()
+	opts.RetentionEnabled, opts.CompletedRetentionSeconds = true, int(cfg.CompletedRetention.Seconds())
+	body, _ := json.Marshal(api.ConfigureRequest{Queue: rc.Queue, Options: &opts})
 	status, resp, err := c.do(ctx, http.MethodPost, "/api/v1/configure", body)
 	if err != nil {
 		return nil, err
