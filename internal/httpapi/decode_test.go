@@ -224,3 +224,60 @@ func TestReadAll(t *testing.T) {
 		t.Error("a failed read was not reported")
 	}
 }
+
+// TestDecodeTellsAbsentFromEmpty: the wire types hold plain strings, so the
+// decoders learn from the body whether a field that decoded "" was left
+// out (or null) or sent empty, where the contract answers the two apart.
+func TestDecodeTellsAbsentFromEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want store.AckStatus
+	}{
+		{`{"transactionId":"t","partitionId":"p"}`, store.AckCompleted},
+		{`{"transactionId":"t","partitionId":"p","status":null}`, store.AckCompleted},
+		{`{"transactionId":"t","partitionId":"p","status":""}`, store.AckFailed},
+		{`{"transactionId":"t","partitionId":"p","STATUS":"","error":""}`, store.AckFailed},
+		{`{"transactionId":"t","partitionId":"p","status":"","status":null}`, store.AckCompleted},
+		{`{"transactionId":"t","partitionId":"p","error":""}`, store.AckCompleted},
+	} {
+		if a, err := DecodeAck([]byte(tc.body)); err != nil || a.Status != tc.want {
+			t.Errorf("ack %s: status %v, %v; want %v", tc.body, a.Status, err, tc.want)
+		}
+	}
+	acks, err := DecodeAckBatch([]byte(`{"acknowledgments":[{"transactionId":"a","partitionId":"p"},` +
+		`{"transactionId":"b","partitionId":"p","status":""},{"transactionId":"c","partitionId":"p","status":"retry"}]}`))
+	if err != nil || acks[0].Status != store.AckCompleted || acks[1].Status != store.AckFailed || acks[2].Status != store.AckRetry {
+		t.Errorf("ack batch: %+v, %v", acks, err)
+	}
+	tx, err := DecodeTransaction([]byte(`{"operations":[{"type":"push","items":[{"queue":"q","payload":1}]},` +
+		`{"type":"ack","transactionId":"a","partitionId":"p","status":""},{"type":"ack","transactionId":"b","partitionId":"p"}]}`))
+	if err != nil || tx.Ops[1].Ack.Status != store.AckFailed || tx.Ops[2].Ack.Status != store.AckCompleted {
+		t.Errorf("transaction acks: %+v, %v", tx, err)
+	}
+	for body, want := range map[string]string{
+		`{"items":[{"queue":null,"payload":1}]}`:                         "bad body: items[0].queue is missing",
+		`{"items":[{"queue":"q","payload":1},{"Queue":"","payload":1}]}`: "bad body: items[1].queue is empty",
+		`{"ops":[{"op":"set","key":"k","value":1}]}`:                     "bad body: ops[0].namespace is missing",
+		`{"ops":[{"op":"","namespace":"n","key":"k"}]}`:                  "bad body: ops[0].op is empty",
+		`{"operations":[{"type":""}]}`:                                   `unsupported operation type "" at operations[0]: expected push, ack or kv`,
+		`{"ids":[{"partitionId":"","transactionId":"t"}]}`:               "bad body: ids[0].partitionId is empty",
+	} {
+		var err error
+		switch {
+		case strings.HasPrefix(body, `{"items"`):
+			_, err = DecodePush([]byte(body))
+		case strings.HasPrefix(body, `{"ops"`):
+			_, err = DecodeKVBatch([]byte(body))
+		case strings.HasPrefix(body, `{"operations"`):
+			_, err = DecodeTransaction([]byte(body))
+		default:
+			_, err = DecodeDLQRetry([]byte(body))
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %s", body, err, want)
+		}
+	}
+	if ops, err := DecodeKVBatch([]byte(`{"ops":[{"op":"get","namespace":"","key":"k"}]}`)); err != nil || ops[0].Namespace != "" {
+		t.Errorf("an empty namespace is the rules' to refuse, not the decoder's: %+v, %v", ops, err)
+	}
+}

@@ -17,6 +17,8 @@ type messageRoutes struct {
 }
 
 func (g *messageRoutes) Routes() []Route {
+	tx := row(AccessReadWrite, "POST", "/api/v1/transaction", "transaction", g.transaction)
+	tx.Envelope = transactionEnvelope
 	return []Route{
 		row(AccessWriteOnly, "POST", "/api/v1/push", "push", g.push),
 		row(AccessReadWrite, "GET", "/api/v1/pop", "pop", g.pop),
@@ -25,8 +27,7 @@ func (g *messageRoutes) Routes() []Route {
 		row(AccessReadWrite, "POST", "/api/v1/ack", "ack", g.ack),
 		row(AccessReadWrite, "POST", "/api/v1/ack/batch", "ack_batch", g.ackBatch),
 		row(AccessReadWrite, "POST", "/api/v1/lease/{leaseId}/extend", "lease_extend", g.extend),
-		Behind(nil, transactionEnvelope,
-			row(AccessReadWrite, "POST", "/api/v1/transaction", "transaction", g.transaction))[0],
+		tx,
 	}
 }
 

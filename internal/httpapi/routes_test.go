@@ -151,3 +151,38 @@ func TestBearer(t *testing.T) {
 		}
 	}
 }
+
+// TestGatesAndEnvelopes pins which rows are behind a feature gate and
+// which answer their errors in an envelope of their own.
+func TestGatesAndEnvelopes(t *testing.T) {
+	for _, rt := range Routes() {
+		key := rt.Method + " " + rt.Pattern
+		gate := ""
+		for _, f := range []string{"kv", "timers", "ephemeral"} {
+			if rt.Pattern == "/api/v1/"+f || strings.HasPrefix(rt.Pattern, "/api/v1/"+f+"/") {
+				gate = f
+			}
+		}
+		gotGate := ""
+		if rt.Gate != nil {
+			gotGate = rt.Gate.Name
+		}
+		if gotGate != gate {
+			t.Errorf("%s: behind the gate %q, want %q", key, gotGate, gate)
+		}
+		env := "queen"
+		switch {
+		case gate == "kv":
+			env = "kv"
+		case rt.Name == "transaction":
+			env = "transaction"
+		}
+		gotEnv := "queen"
+		if rt.Envelope != nil {
+			gotEnv = rt.Envelope.Name
+		}
+		if gotEnv != env {
+			t.Errorf("%s: envelope %q, want %q", key, gotEnv, env)
+		}
+	}
+}
