@@ -1,6 +1,8 @@
-// Package httpapi is Queen's HTTP/JSON API over a broker: the route table,
-// request decoding, response shapes and the one mapping from errors to
-// statuses. It holds no SQL and no message-plane rules.
+// Package httpapi is Queen's HTTP/JSON API over a broker: the adapter every
+// route goes through (request id, admission, body limits, the one mapping
+// from errors to statuses, parked long polls), the API's route groups and
+// the decoding of requests into package api's wire types. It holds no SQL
+// and no message-plane rules.
 //
 // Every route is one row of the table (RouteInfo in routes.go): method,
 // pattern, a stable name (the label of its metrics and access-log lines),
