@@ -6,7 +6,12 @@
 //
 //	{"encrypted":"<base64 ciphertext>","iv":"<base64 IV>","authTag":"<base64 tag>"}
 //
-// (standard base64). A Keyring holds the current key, which seals, and any
+// (standard base64). Queen's C++ broker hands the 16-byte IV to OpenSSL
+// without setting the IV length, so OpenSSL uses GCM's standard 12-byte
+// nonce: the IV's first 12 bytes (its last 4 take no part). This package
+// seals the same way, so that Queen opens what it seals, and opens both
+// that and the full 16-byte nonce that its own earlier versions sealed
+// with. A Keyring holds the current key, which seals, and any
 // number of earlier ones, which still open what they sealed, so that a key
 // can be rotated while messages sealed under the old one wait in queues. The
 // broker seals on push, before the store (and before the disk spool), and
@@ -37,7 +42,13 @@ const (
 // Keyring seals with the current key and opens with any of its keys. It is
 // safe for concurrent use.
 type Keyring struct {
-	keys []cipher.AEAD // the current key first, then the earlier ones
+	keys []aeads // the current key first, then the earlier ones
+}
+
+// aeads is one key in both of the nonce sizes it may have sealed with.
+type aeads struct {
+	queen cipher.AEAD // the IV's first 12 bytes, as Queen's broker seals
+	full  cipher.AEAD // all 16 bytes of the IV, as this package once sealed
 }
 
 // ParseKey reads a key of 64 hex characters.
@@ -69,11 +80,15 @@ func New(current string, old ...string) (*Keyring, error) {
 		if err != nil {
 			return nil, err // cannot happen: the key is 32 bytes
 		}
-		aead, err := cipher.NewGCMWithNonceSize(block, ivSize)
+		queen, err := cipher.NewGCM(block)
 		if err != nil {
 			return nil, err
 		}
-		k.keys = append(k.keys, aead)
+		full, err := cipher.NewGCMWithNonceSize(block, ivSize)
+		if err != nil {
+			return nil, err
+		}
+		k.keys = append(k.keys, aeads{queen: queen, full: full})
 	}
 	return k, nil
 }
@@ -92,7 +107,7 @@ func (k *Keyring) Seal(payload []byte) ([]byte, error) {
 	if _, err := rand.Read(iv); err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
-	out := k.keys[0].Seal(nil, iv, payload, nil) // ciphertext, then the tag
+	out := k.keys[0].queen.Seal(nil, iv[:k.keys[0].queen.NonceSize()], payload, nil) // ciphertext, then the tag
 	ct, tag := out[:len(out)-tagSize], out[len(out)-tagSize:]
 	return json.Marshal(sealed{
 		Encrypted: base64.StdEncoding.EncodeToString(ct),
@@ -120,8 +135,11 @@ func (k *Keyring) Open(stored []byte) ([]byte, bool) {
 		return nil, false
 	}
 	box := append(ct, tag...)
-	for _, aead := range k.keys {
-		if plain, err := aead.Open(nil, iv, box, nil); err == nil {
+	for _, a := range k.keys {
+		if plain, err := a.queen.Open(nil, iv[:a.queen.NonceSize()], box, nil); err == nil {
+			return plain, true
+		}
+		if plain, err := a.full.Open(nil, iv, box, nil); err == nil {
 			return plain, true
 		}
 	}

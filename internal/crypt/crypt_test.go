@@ -45,7 +45,8 @@ func TestSealOpen(t *testing.T) {
 }
 
 // The stored shape is Queen's: a 16-byte IV, the tag apart, standard base64.
-// Opening something sealed the way Queen's Node code does proves it.
+// Opening something sealed with the full 16-byte IV as nonce, the way Queen's
+// Node code and this package's earlier versions did, proves it still opens.
 func TestQueenShape(t *testing.T) {
 	key, _ := hex.DecodeString(keyA)
 	block, _ := aes.NewCipher(key)
