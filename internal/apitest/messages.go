@@ -210,6 +210,13 @@ func (s *suite) testMessages(t *testing.T) {
 		if !slices.Equal(pages, all) {
 			t.Errorf("pages of 2: %v, want %v", pages, all)
 		}
+		// Queen's CLI lists with --limit 10000 (and more): served, the
+		// largest clamped to the broker's page, never refused.
+		for _, limit := range []string{"10000", "100000"} {
+			if got := c.listMessages(t, "ns="+url.QueryEscape(ns)+"&limit="+limit).txns(); !slices.Equal(got, all) {
+				t.Errorf("limit=%s: %v, want %v", limit, got, all)
+			}
+		}
 	})
 
 	t.Run("one message: exact keys, payload, 404 and 400", func(t *testing.T) {

@@ -181,8 +181,14 @@ func (s *suite) testResources(t *testing.T) {
 			t.Errorf("unknown queue: %q, want exactly Queue not found", msg)
 		}
 		wantPlainError(t, c.do(t, "GET", "/api/v1/resources/queues/a%01b", nil), http.StatusBadRequest, "bad path: queue")
-		wantPlainError(t, c.do(t, "GET", "/api/v1/resources/queues/"+url.PathEscape(q)+"?limit=100000", nil),
-			http.StatusBadRequest, "bad query: limit")
+		// A page larger than the broker serves is clamped, as Queen does,
+		// not refused: Queen's CLI asks for 10,000 and more.
+		c.getJSON(t, "/api/v1/resources/queues/"+url.PathEscape(q)+"?limit=100000", &page)
+		if len(page.Partitions) != 2 || page.Pagination.Limit != 10000 {
+			t.Errorf("limit=100000: %+v, want both partitions and pagination.limit 10000", page)
+		}
+		wantPlainError(t, c.do(t, "GET", "/api/v1/resources/queues/"+url.PathEscape(q)+"?limit=0", nil),
+			http.StatusBadRequest, "bad query: limit: 0 is out of range")
 	})
 
 	t.Run("partitions: of a queue or all, paged; 404 Queue not found", func(t *testing.T) {

@@ -18,7 +18,7 @@ func dlqFilter(q *query) store.DLQFilter {
 // message's.
 func (g *messageControlRoutes) listDLQ(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
-	p := store.DLQListParams{DLQFilter: dlqFilter(q), Limit: q.int("limit", 100, rangeListLimit),
+	p := store.DLQListParams{DLQFilter: dlqFilter(q), Limit: q.limit(100, MaxListLimit),
 		Offset: q.int("offset", 0, rangeListOffset), Tenant: caller(r).Tenant}
 	p.From, p.To = q.time("from"), q.time("to")
 	if q.err != nil {

@@ -77,7 +77,7 @@ func (g *ephemeralRoutes) create(w http.ResponseWriter, r *http.Request) error {
 
 func (g *ephemeralRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
-	limit, offset := q.int("limit", 100, intRange{1, 1000}), q.int("offset", 0, intRange{0, math.MaxInt32})
+	limit, offset := q.limit(100, MaxListLimit), q.int("offset", 0, intRange{0, math.MaxInt32})
 	if q.err != nil {
 		return q.err
 	}

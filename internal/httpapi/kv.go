@@ -186,7 +186,7 @@ func (g *kvRoutes) kvGet(w http.ResponseWriter, r *http.Request) error {
 // last page).
 func (g *kvRoutes) kvList(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
-	limit := q.int("limit", 100, intRange{1, 1000})
+	limit := q.limit(100, kv.MaxListLimit)
 	prefix, cursor := q.str("prefix"), q.str("cursor")
 	if q.err != nil {
 		return q.err

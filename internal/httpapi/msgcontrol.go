@@ -44,9 +44,7 @@ func (g *messageControlRoutes) Routes() []Route {
 
 // Bounds of the control plane's listings.
 var (
-	rangeMessagesLimit  = intRange{1, 1000}
 	rangeMessagesOffset = intRange{0, 10000} // a listing reads the rows it skips
-	rangeListLimit      = intRange{1, 1000}
 	rangeListOffset     = intRange{0, 100000}
 	rangeRequeueLimit   = intRange{1, 10000}
 )
@@ -139,7 +137,7 @@ func (g *messageControlRoutes) listMessages(w http.ResponseWriter, r *http.Reque
 	mq := control.MessageQuery{
 		Queue: q.name("queue"), Partition: q.name("partition"), Namespace: q.name("ns"), Task: q.name("task"),
 		From: q.time("from"), To: q.time("to"),
-		Limit: q.int("limit", 200, rangeMessagesLimit), Offset: q.int("offset", 0, rangeMessagesOffset),
+		Limit: q.limit(200, MaxListLimit), Offset: q.int("offset", 0, rangeMessagesOffset),
 		Status: store.MessageStatus(q.str("status")), Tenant: caller(r).Tenant,
 	}
 	if q.err != nil {

@@ -59,7 +59,7 @@ func TestMessageControlRefusesBeforeTheStore(t *testing.T) {
 		{"GET", "/api/v1/messages?offset=10001", "", "bad query: offset: 10001 is out of range"},
 		{"GET", "/api/v1/messages?from=yesterday", "", "bad query: from: expected an RFC 3339 timestamp"},
 		{"GET", "/api/v1/messages?queue=%00", "", "bad query: queue contains a NUL character"},
-		{"GET", "/api/v1/dlq?limit=1001", "", "bad query: limit: 1001 is out of range"},
+		{"GET", "/api/v1/dlq?limit=0", "", "bad query: limit: 0 is out of range"},
 		{"GET", "/api/v1/dlq?to=now", "", "bad query: to: expected an RFC 3339 timestamp"},
 		{"DELETE", "/api/v1/dlq?before=x", "", "bad query: before: expected an RFC 3339 timestamp"},
 		{"POST", "/api/v1/dlq/retry", `{"ids":[{"partitionId":"x","transactionId":"t"}]}`, "bad body: ids[0].partitionId is not a UUID"},

@@ -34,8 +34,9 @@ func (g *resourceRoutes) Routes() []Route {
 const (
 	// DefaultListLimit is a list's page size when the request gives none.
 	DefaultListLimit = 100
-	// MaxListLimit is the largest page a list answers.
-	MaxListLimit = 1000
+	// MaxListLimit is the largest page a list answers; a larger limit is
+	// served as this many (Queen's CLI asks for 10,000).
+	MaxListLimit = 10000
 	// DefaultPartitionLimit is the page of partitions a queue's
 	// description holds when the request gives none.
 	DefaultPartitionLimit = 1000
@@ -44,9 +45,18 @@ const (
 	MaxPartitionLimit = 10000
 )
 
-// page reads limit (1 to maxLimit, default def) and offset (0 or more).
+// page reads limit (1 or more, served as at most maxLimit, default def) and
+// offset (0 or more).
 func (q *query) page(def, maxLimit int) (limit, offset int) {
-	return q.int("limit", def, intRange{1, maxLimit}), q.int("offset", 0, intRange{0, 1<<31 - 1})
+	return q.limit(def, maxLimit), q.int("offset", 0, intRange{0, 1<<31 - 1})
+}
+
+// limit reads a listing's page size: below 1 is a 400, above maxLimit is
+// served as maxLimit. Queen clamps rather than refuses, and its own CLI asks
+// for pages of 10,000 and more; a listing that answers a smaller page than
+// asked for is still correct paging (the envelope's pagination says so).
+func (q *query) limit(def, maxLimit int) int {
+	return min(q.int("limit", def, intRange{1, 1<<31 - 1}), maxLimit)
 }
 
 // flag reads a management boolean: true, false, 1, 0, yes or no (Queen's

@@ -141,7 +141,7 @@ func timerOut(t *store.Timer) api.Timer {
 func (g *timerRoutes) timersList(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	p := &store.TimerListParams{Queue: q.name("queue"), Status: store.TimerStatus(q.str("status")),
-		Limit: q.int("limit", 100, intRange{1, 1000}), Offset: q.int("offset", 0, intRange{0, math.MaxInt32}),
+		Limit: q.limit(100, MaxListLimit), Offset: q.int("offset", 0, intRange{0, math.MaxInt32}),
 		Tenant: caller(r).Tenant}
 	if q.err != nil {
 		return q.err

@@ -149,7 +149,7 @@ func (g *messageControlRoutes) tracesByName(w http.ResponseWriter, r *http.Reque
 		return err
 	}
 	q := parseQuery(r)
-	p := store.TraceListByNameParams{Name: name, Limit: q.int("limit", 100, rangeListLimit),
+	p := store.TraceListByNameParams{Name: name, Limit: q.limit(100, MaxListLimit),
 		Offset: q.int("offset", 0, rangeListOffset), Tenant: caller(r).Tenant}
 	if q.err != nil {
 		return q.err
@@ -173,7 +173,7 @@ func (g *messageControlRoutes) tracesByName(w http.ResponseWriter, r *http.Reque
 
 func (g *messageControlRoutes) traceNames(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
-	p := store.TraceNamesParams{Limit: q.int("limit", 50, rangeListLimit), Offset: q.int("offset", 0, rangeListOffset),
+	p := store.TraceNamesParams{Limit: q.limit(50, MaxListLimit), Offset: q.int("offset", 0, rangeListOffset),
 		Tenant: caller(r).Tenant}
 	if q.err != nil {
 		return q.err
