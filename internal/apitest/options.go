@@ -142,6 +142,31 @@ func (s *suite) testOptions(t *testing.T) {
 		c.popNone(t, queuePath(q)+"?batch=100&wait=false")
 	})
 
+	t.Run("a retention period without retentionEnabled turns retention on", func(t *testing.T) {
+		// Queen's CLI (queenctl queue configure --retention 5
+		// --completed-retention 5) and Go client send the periods alone:
+		// they have no retentionEnabled. An explicit false still wins.
+		t.Parallel()
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Sweeps: fastSweeps})
+		q, off := uniq("retention-implied"), uniq("retention-off")
+		enabled := func(m map[string]any) any { return obj(t, "options", m["options"])["retentionEnabled"] }
+		if got := c.configure(t, q, map[string]any{"retentionSeconds": 1, "completedRetentionSeconds": 1}); enabled(got) != true {
+			t.Fatalf("configure with the periods alone: %v, want retentionEnabled true", got)
+		}
+		if got := c.configure(t, off, map[string]any{"retentionEnabled": false, "retentionSeconds": 1}); enabled(got) != false {
+			t.Fatalf("configure with retentionEnabled false: %v, want it kept false", got)
+		}
+		if got := c.configure(t, uniq("no-retention"), map[string]any{"leaseTime": 5}); enabled(got) != false {
+			t.Fatalf("configure without a period: %v, want retentionEnabled false", got)
+		}
+		c.pushN(t, q, "", 20)
+		c.pushN(t, off, "", 3)
+		waitFor(t, 10*time.Second, "retention to delete the 20 messages", func() bool { return c.probeEmpty(t, q) })
+		if p := c.popOK(t, queuePath(off)+"?batch=10&consumerGroup="+uniq("g")); len(p.Messages) != 3 {
+			t.Fatalf("queue with retentionEnabled false: %d messages left, want all 3", len(p.Messages))
+		}
+	})
+
 	t.Run("completed retention deletes what was consumed", func(t *testing.T) {
 		t.Parallel()
 		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Sweeps: fastSweeps})

@@ -416,6 +416,12 @@ func DecodeConfigure(body []byte) (*Configure, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
 	}
+	// A retention period given without retentionEnabled turns retention on:
+	// Queen's Go client and CLI have no retentionEnabled to send, so
+	// "--retention 5" must mean what it says. An explicit false still wins.
+	if (opts.RetentionSeconds > 0 || opts.CompletedRetentionSeconds > 0) && !optionGiven(body, "retentionEnabled") {
+		opts.RetentionEnabled = true
+	}
 	return &Configure{Queue: b.Queue, Namespace: b.Namespace, Task: b.Task, Options: storeOptions(opts)}, nil
 }
 

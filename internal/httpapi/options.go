@@ -55,6 +55,24 @@ func checkOptionNames(body []byte) error {
 	return badBody("options.%s: unknown option (options are %s)", unknown[0], strings.Join(optionNames, ", "))
 }
 
+// optionGiven reports whether a configure body's options name the option
+// (matched as the decoder matches names, case-insensitively), whatever its
+// value.
+func optionGiven(body []byte, name string) bool {
+	var b struct {
+		Options map[string]json.RawMessage `json:"options"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	for key := range b.Options {
+		if strings.EqualFold(key, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // wireOptions is a queue's options as the wire carries them, and
 // storeOptions the store's form of options read from the wire. The two
 // types have the same fields today, so a conversion maps them; when one
