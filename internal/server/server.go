@@ -24,6 +24,7 @@ import (
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/crypt"
+	"github.com/queen-go/queen/internal/dashboard"
 	"github.com/queen-go/queen/internal/ephemeral"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/kv"
@@ -110,6 +111,9 @@ type Config struct {
 	KV        kv.Config
 	RateLimit ratelimit.Config
 	Timers    timers.Config
+
+	// Dashboard configures the web dashboard at / (QUEEN_DASHBOARD_ENABLED).
+	Dashboard dashboard.Config
 
 	// Sweeps configures the retention and eviction services; zero fields
 	// take Queen's defaults.
@@ -198,6 +202,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
+		Groups: []httpapi.Group{dashboard.New(cfg.Dashboard)},
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
