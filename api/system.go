@@ -155,3 +155,83 @@ type Login struct {
 	Login   string `json:"login"`
 	Message string `json:"message"`
 }
+
+// SharedState is GET /api/v1/system/shared-state and
+// /internal/api/shared-state/stats (and its legacy alias
+// /internal/api/inter-instance/stats), with Queen's keys. Queen's brokers
+// share state over UDP; these share it through their PostgreSQL database
+// (LISTEN/NOTIFY), so the transport's keys describe that channel: peers are
+// the brokers heard on it, port is 0, and the signature and sequence
+// counters, which belong to Queen's datagrams, stay 0. Enabled is false on
+// the embedded engine, which has one broker and nothing to share.
+type SharedState struct {
+	Enabled            bool               `json:"enabled"`
+	Running            bool               `json:"running"`
+	ServerID           string             `json:"server_id"`
+	Transport          SharedTransport    `json:"transport"`
+	QueueConfigCache   QueueConfigCache   `json:"queue_config_cache"`
+	ServerHealth       SharedServerHealth `json:"server_health"`
+	MaintenanceMode    bool               `json:"maintenance_mode"`
+	PopMaintenanceMode bool               `json:"pop_maintenance_mode"`
+}
+
+// SharedTransport is SharedState's transport.
+type SharedTransport struct {
+	// Type is "postgres-listen-notify", or "none" on the embedded engine.
+	Type    string `json:"type"`
+	Channel string `json:"channel,omitempty"`
+	// ServerID and SessionID are this broker's id on the channel, new at
+	// every start (Queen's session id tells a restart; so does this).
+	ServerID               string       `json:"server_id"`
+	SessionID              string       `json:"session_id"`
+	Port                   int          `json:"port"`
+	PeerCount              int          `json:"peer_count"`
+	LearnedIdentitiesCount int          `json:"learned_identities_count"`
+	Peers                  []SharedPeer `json:"peers"`
+	LearnedIdentities      []string     `json:"learned_identities"`
+	// MessagesSent and MessagesReceived count wake-up notifications; a
+	// dropped one is a notification the database did not take.
+	MessagesSent       int64 `json:"messages_sent"`
+	MessagesReceived   int64 `json:"messages_received"`
+	MessagesDropped    int64 `json:"messages_dropped"`
+	SignatureFailures  int64 `json:"signature_failures"`
+	SequenceRejections int64 `json:"sequence_rejections"`
+}
+
+// SharedPeer is another broker heard on the transport.
+type SharedPeer struct {
+	ServerID         string `json:"server_id"`
+	LastSeen         Time   `json:"last_seen"`
+	MessagesReceived int64  `json:"messages_received"`
+	Alive            bool   `json:"alive"`
+}
+
+// QueueConfigCache is the broker's cache of queue options.
+type QueueConfigCache struct {
+	Size    int     `json:"size"`
+	Hits    int64   `json:"hits"`
+	Misses  int64   `json:"misses"`
+	HitRate float64 `json:"hit_rate"`
+}
+
+// SharedServerHealth counts the brokers heard: alive when heard within the
+// last minute. Brokers announce themselves only with wake-ups (there is no
+// heartbeat), so a quiet broker counts as dead until it pushes again.
+type SharedServerHealth struct {
+	ServersTracked     int   `json:"servers_tracked"`
+	ServersAlive       int   `json:"servers_alive"`
+	ServersDead        int   `json:"servers_dead"`
+	HeartbeatsReceived int64 `json:"heartbeats_received"`
+	RestartsDetected   int64 `json:"restarts_detected"`
+}
+
+// NotifyRequest is the body of POST /internal/api/notify.
+type NotifyRequest struct {
+	Queue     string `json:"queue"`
+	Partition string `json:"partition"`
+}
+
+// StatusOK is {"status":"ok"}.
+type StatusOK struct {
+	Status string `json:"status"`
+}

@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Transaction", s.testTransaction},
 		{"Configure", s.testConfigure},
 		{"Maintenance", s.testMaintenance},
+		{"SharedState", s.testSharedState}, // sharedstate.go
 		{"Resources", s.testResources},
 		{"GroupAdmin", s.testGroupAdmin},
 		{"Messages", s.testMessages},

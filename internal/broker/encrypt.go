@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -37,7 +38,8 @@ const sealFresh = time.Second
 // an LRU of a fixed size, so that many queues do not grow memory without
 // bound (a dropped entry is read again from the store).
 type sealCache struct {
-	m *lru.Cache[string, sealEntry] // locks itself
+	m            *lru.Cache[string, sealEntry] // locks itself
+	hits, misses atomic.Int64                  // lookups, for the shared-state routes
 }
 
 type sealEntry struct {
@@ -60,7 +62,15 @@ func newSealCache(size int) *sealCache {
 	return &sealCache{m: m}
 }
 
-func (c *sealCache) get(key string) (sealEntry, bool) { return c.m.Get(key) }
+func (c *sealCache) get(key string) (sealEntry, bool) {
+	e, ok := c.m.Get(key)
+	if ok {
+		c.hits.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	return e, ok
+}
 
 func (c *sealCache) put(key string, on bool, at time.Time) { c.m.Add(key, sealEntry{on: on, at: at}) }
 

@@ -213,6 +213,7 @@ func (a *adapter) groups(cfg Config) []Group {
 		&consumerGroupRoutes{control: cfg.Control},
 		&statusRoutes{control: cfg.Control},
 		&maintenanceRoutes{broker: cfg.Broker},
+		&sharedStateRoutes{broker: cfg.Broker},
 		probeRoutes{},
 		&identityRoutes{a: a},
 		&messageControlRoutes{control: cfg.Control},

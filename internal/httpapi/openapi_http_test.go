@@ -88,6 +88,13 @@ func TestOpenAPIDescribesAnswers(t *testing.T) {
 	c.want(204, "GET", qp, "")
 	c.want(200, "POST", "/api/v1/system/maintenance/pop", `{"enabled":false}`)
 
+	c.want(200, "GET", "/api/v1/system/shared-state", "")
+	c.want(200, "GET", "/internal/api/shared-state/stats", "")
+	c.want(200, "GET", "/internal/api/inter-instance/stats", "")
+	c.want(200, "POST", "/internal/api/notify", `{"queue":"`+q+`","partition":"p1"}`)
+	c.want(400, "POST", "/internal/api/notify", `{}`)
+	c.want(400, "POST", "/internal/api/notify", `{`)
+
 	c.want(200, "GET", "/health", "")
 	c.want(200, "GET", "/metrics", "")
 	c.want(200, "GET", "/metrics/prometheus", "")

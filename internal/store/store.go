@@ -18,6 +18,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // QueueMode is the consumer group name used when a client names none.
@@ -91,6 +92,9 @@ type EngineStore interface {
 	Ping(ctx context.Context) error
 	// PoolStats describes the engine's connection pool, for /metrics.
 	PoolStats() PoolStats
+	// TransportStats describes the engine's cross-broker wake-ups (Listen
+	// and the notifications this broker sends), for the shared-state routes.
+	TransportStats() TransportStats
 }
 
 // Wake says that up to Count messages of the queue named Key (QueueKey) may
@@ -109,6 +113,26 @@ func QueueKey(tenant, queue string) string { return tenant + "/" + queue }
 type PoolStats struct {
 	Idle int // connections open and unused
 	Size int // the most connections the pool opens
+}
+
+// TransportStats describes how an engine carries wake-ups between the
+// brokers sharing it. Kind is "" for an engine used by one broker alone.
+type TransportStats struct {
+	Kind      string // "postgres-listen-notify"
+	Channel   string // the notification channel
+	Instance  string // this broker's id on the channel (new at every start)
+	Listening bool   // the listener is connected now
+	Sent      int64  // wake-ups this broker announced
+	Received  int64  // wake-ups heard from other brokers
+	Dropped   int64  // wake-ups this broker could not announce (the database failed)
+	Peers     []Peer // the other brokers heard since the start, by id
+}
+
+// Peer is another broker heard on a transport.
+type Peer struct {
+	ID       string
+	LastSeen time.Time
+	Received int64 // wake-ups heard from it
 }
 
 // TenantOrDefault returns tenant, or DefaultTenant when it is "".

@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -84,15 +86,82 @@ func (s *Store) listenOnce(ctx context.Context, wake func(ws ...store.Wake), lis
 		return false, err
 	}
 	listening()
+	s.transport.listening.Store(true)
+	defer s.transport.listening.Store(false)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true, err
 		}
-		if w, mine := parseWake(s.instance, n.Payload); !mine {
+		if w, from, mine := parseWakeFrom(s.instance, n.Payload); !mine {
+			s.transport.heard(from, time.Now())
 			wake(w)
 		}
 	}
+}
+
+// transportCounters count the wake-ups sent and heard, and remember the
+// brokers heard, for TransportStats. The peers are few (the brokers of one
+// schema) but a broker restarts with a new id, so the map is capped.
+type transportCounters struct {
+	listening atomic.Bool
+	sent      atomic.Int64
+	dropped   atomic.Int64
+	received  atomic.Int64
+	mu        sync.Mutex
+	peers     map[string]*store.Peer
+}
+
+// maxPeers caps the brokers remembered; the one heard least recently goes.
+const maxPeers = 256
+
+func (c *transportCounters) heard(from string, now time.Time) {
+	c.received.Add(1)
+	if from == "" {
+		return // a broker of an earlier version: no id in its payloads
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.peers == nil {
+		c.peers = map[string]*store.Peer{}
+	}
+	p, ok := c.peers[from]
+	if !ok {
+		if len(c.peers) >= maxPeers {
+			var oldest *store.Peer
+			for _, q := range c.peers {
+				if oldest == nil || q.LastSeen.Before(oldest.LastSeen) {
+					oldest = q
+				}
+			}
+			delete(c.peers, oldest.ID)
+		}
+		p = &store.Peer{ID: from}
+		c.peers[from] = p
+	}
+	p.LastSeen = now
+	p.Received++
+}
+
+// TransportStats describes LISTEN/NOTIFY on the schema's wake channel.
+func (s *Store) TransportStats() store.TransportStats {
+	c := &s.transport
+	st := store.TransportStats{
+		Kind:      "postgres-listen-notify",
+		Channel:   wakeChannel(s.schema),
+		Instance:  s.instance,
+		Listening: c.listening.Load(),
+		Sent:      c.sent.Load(),
+		Received:  c.received.Load(),
+		Dropped:   c.dropped.Load(),
+	}
+	c.mu.Lock()
+	for _, p := range c.peers {
+		st.Peers = append(st.Peers, *p)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(st.Peers, func(a, b store.Peer) int { return strings.Compare(a.ID, b.ID) })
+	return st
 }
 
 // formatWake is the payload announcing w: the sending store's instance id,
@@ -108,16 +177,23 @@ func formatWake(instance string, w store.Wake) string {
 // it. A payload of another shape (a broker of an earlier version sent the
 // bare queue key) wakes every poll of the queue it names.
 func parseWake(instance, payload string) (store.Wake, bool) {
+	w, _, mine := parseWakeFrom(instance, payload)
+	return w, mine
+}
+
+// parseWakeFrom is parseWake that also names the sender ("" for a payload
+// of another shape).
+func parseWakeFrom(instance, payload string) (store.Wake, string, bool) {
 	from, rest, ok := strings.Cut(payload, " ")
 	if !ok {
-		return store.Wake{Key: payload}, false
+		return store.Wake{Key: payload}, "", false
 	}
 	count, key, ok := strings.Cut(rest, " ")
 	n, err := strconv.Atoi(count)
 	if !ok || err != nil || n < 0 {
-		return store.Wake{Key: payload}, false
+		return store.Wake{Key: payload}, "", false
 	}
-	return store.Wake{Key: key, Count: n}, from == instance
+	return store.Wake{Key: key, Count: n}, from, from == instance
 }
 
 // notifier announces committed pushes and lease releases to other brokers.
@@ -179,6 +255,11 @@ func (n *notifier) loop() {
 			return tx.SendBatch(ctx, b).Close()
 		})
 		cancel()
+		if err != nil {
+			n.s.transport.dropped.Add(int64(len(names)))
+		} else {
+			n.s.transport.sent.Add(int64(len(names)))
+		}
 		if err != nil && !n.s.closed() {
 			n.s.log.Debug("wake-up notification not sent", "queues", len(names), "err", err)
 		}

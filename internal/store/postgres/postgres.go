@@ -92,8 +92,9 @@ type Store struct {
 	wakes     *notifier
 	// instance tells this store's wake-up notifications from other
 	// brokers' (notify.go).
-	instance string
-	locks    *jobLocks // background jobs' locks, on a connection of their own (joblock.go)
+	instance  string
+	transport transportCounters // what the wake-ups did (notify.go)
+	locks     *jobLocks         // background jobs' locks, on a connection of their own (joblock.go)
 
 	// migrated is set once the schema is known to be migrated; a store
 	// opened during an outage migrates when the database answers (ready).

@@ -407,3 +407,6 @@ func (s *Store) Listen(ctx context.Context, wake func(ws ...store.Wake)) error {
 
 // PoolStats reports the single writer connection.
 func (s *Store) PoolStats() store.PoolStats { return store.PoolStats{Size: 1} }
+
+// TransportStats reports no transport: an embedded store has one broker.
+func (s *Store) TransportStats() store.TransportStats { return store.TransportStats{} }
