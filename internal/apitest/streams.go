@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -493,9 +494,37 @@ func (s *suite) testStreams(t *testing.T) {
 			{map[string]any{"partition_id": pid}, "query_id is required"},
 			{map[string]any{"query_id": q}, "partition_id is required"},
 			{with("partition_id", "Default"), "bad body: partition_id is not a UUID"},
+			{with("state_ops", "upsert"), "bad body: "},
+			{[]any{}, "request body must be a JSON object"},
+		} {
+			wantPlainError(t, c.do(t, "POST", "/streams/v1/cycle", tc.body), http.StatusBadRequest, tc.msg)
+		}
+	})
+
+	t.Run("cycle contents refused: 200 in the cycle's envelope, nothing applied", func(t *testing.T) {
+		// Queen's stream SDKs read success and error of the envelope: a
+		// named cycle whose push item, state op, ack or consumer group is
+		// wrong is answered there, never as a 400.
+		t.Parallel()
+		c := s.server(t)
+		q := c.register(t, uniq("counts"), uniq("events"), "", "h", false).QueryID
+		pid := "0190f0c8-3333-7000-8000-000000000002"
+		out := uniq("out")
+		with := func(kv ...any) map[string]any {
+			m := map[string]any{"query_id": q, "partition_id": pid,
+				"state_ops": []any{map[string]any{"type": "upsert", "key": "k", "value": 1}}}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		}
+		for _, tc := range []struct {
+			body any
+			msg  string
+		}{
 			{with("state_ops", []any{map[string]any{"type": "merge", "key": "k"}}), `bad body: state_ops[0].type: expected upsert or delete, got "merge"`},
 			{with("state_ops", []any{map[string]any{"type": "upsert"}}), "bad body: state_ops[0].key is missing"},
-			{with("state_ops", "upsert"), "bad body: "},
+			{with("push_items", []any{map[string]any{"queue": out, "payload": 1}, map[string]any{"payload": 1}}), "bad body: push_items[1].queue is missing"},
 			{with("push_items", []any{map[string]any{"payload": 1}}), "bad body: push_items[0].queue is missing"},
 			{with("push_items", []any{map[string]any{"queue": "q"}}), "bad body: push_items[0].payload is missing"},
 			{with("push_items", []any{map[string]any{"queue": "q", "payload": 1, "messageId": "m1"}}), "bad body: push_items[0].messageId is not a UUID"},
@@ -503,10 +532,24 @@ func (s *suite) testStreams(t *testing.T) {
 			{with("ack", map[string]any{"transactionId": "t", "status": "retry"}), `bad body: ack.status: expected completed, success, failed or dlq, got "retry"`},
 			{with("ack", map[string]any{"transactionId": "t", "count": -1}), "bad body: ack.count: -1 is out of range"},
 			{with("consumer_group", "a\tb"), "bad body: consumer_group contains the control character U+0009"},
-			{[]any{}, "request body must be a JSON object"},
 		} {
-			wantPlainError(t, c.do(t, "POST", "/streams/v1/cycle", tc.body), http.StatusBadRequest, tc.msg)
+			r := c.do(t, "POST", "/streams/v1/cycle", tc.body)
+			var raw map[string]any
+			wantJSON(t, r, http.StatusOK, &raw)
+			if raw["success"] != false || raw["query_id"] != q || raw["partition_id"] != pid || raw["state_ops_applied"] != 0.0 {
+				t.Errorf("%s: %s, want success false for the named cycle, nothing applied", tc.msg, r.Body)
+			}
+			if e, _ := raw["error"].(string); !strings.HasPrefix(e, tc.msg) {
+				t.Errorf("error %q, want %q", e, tc.msg)
+			}
+			if pr, ok := raw["push_results"].([]any); !ok || len(pr) != 0 {
+				t.Errorf("%s: push_results %v, want []", tc.msg, raw["push_results"])
+			}
 		}
+		if rows := c.state(t, map[string]any{"query_id": q, "partition_id": pid}); len(rows) != 0 {
+			t.Fatalf("state after refused cycles: %q, want none", rows)
+		}
+		c.popNone(t, queuePath(out)+"?wait=false")
 	})
 
 	t.Run("concurrent cycles on one partition serialise", func(t *testing.T) {

@@ -160,7 +160,13 @@ func (g *streamRoutes) streamsRegister(w http.ResponseWriter, r *http.Request) e
 // rangeCount bounds an ack's count.
 var rangeCount = intRange{0, 1<<31 - 1}
 
-// DecodeStreamsCycle parses a cycle body.
+// DecodeStreamsCycle parses a cycle body. A body that is not a JSON object
+// of the right types, or lacks a valid query_id and partition_id, is a 400
+// (Queen refuses those at the door too). Once the cycle is named, what is
+// wrong with its contents (a push item, a state op, the ack, the consumer
+// group) is an *InvalidCycleError carrying the cycle: Queen answers it in
+// the cycle's envelope, 200 with success false, which is what its stream
+// SDKs read.
 func DecodeStreamsCycle(body []byte) (*streams.Cycle, error) {
 	var b api.StreamsCycleRequest
 	if err := decodeObject(body, &b); err != nil {
@@ -174,23 +180,39 @@ func DecodeStreamsCycle(body []byte) (*streams.Cycle, error) {
 	if cy.PartitionID, err = requiredID("partition_id", b.PartitionID); err != nil {
 		return nil, err
 	}
+	if err := cycleContents(body, &b, cy); err != nil {
+		return cy, &InvalidCycleError{Err: err}
+	}
+	return cy, nil
+}
+
+// InvalidCycleError is a named cycle whose contents are refused; it is
+// answered in the cycle's envelope, not as an HTTP error.
+type InvalidCycleError struct{ Err error }
+
+func (e *InvalidCycleError) Error() string { return e.Err.Error() }
+func (e *InvalidCycleError) Unwrap() error { return e.Err }
+
+// cycleContents validates and converts what a named cycle carries.
+func cycleContents(body []byte, b *api.StreamsCycleRequest, cy *streams.Cycle) error {
+	var err error
 	if cy.ConsumerGroup = b.ConsumerGroup; cy.ConsumerGroup != "" {
 		if err := checkBodyText(cy.ConsumerGroup, kindName, at("", "consumer_group")); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if cy.StateOps, err = stateOps(body, b.StateOps); err != nil {
-		return nil, err
+		return err
 	}
 	if cy.Pushes, err = cyclePushes(body, b.PushItems); err != nil {
-		return nil, err
+		return err
 	}
 	if b.Ack != nil {
 		if cy.Ack, err = cycleAck(body, b.Ack); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return cy, nil
+	return nil
 }
 
 func stateOps(body []byte, in []api.StreamsStateOp) ([]store.StreamStateOp, error) {
@@ -283,15 +305,21 @@ func cycleAck(body []byte, a *api.StreamsAck) (*streams.Ack, error) {
 	return out, nil
 }
 
-// streamsCycle answers 200 once the cycle reached the store, committed or
-// not: Queen's SDKs read success and error. Only a request refused at the
-// door (400) or a store that cannot be reached (503) is an HTTP error.
+// streamsCycle answers 200 once the cycle is named, committed or not,
+// refused contents included: Queen's SDKs read success and error. Only a
+// request refused at the door (400: not a JSON object, no valid query_id or
+// partition_id) or a store that cannot be reached (503) is an HTTP error.
 func (g *streamRoutes) streamsCycle(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
 	cy, err := DecodeStreamsCycle(body)
+	if invalid := (*InvalidCycleError)(nil); errors.As(err, &invalid) {
+		writeJSON(w, http.StatusOK, api.StreamsCycle{QueryID: cy.QueryID, PartitionID: cy.PartitionID,
+			PushResults: []api.PushVerdict{}, Error: nullable(invalid.Error())})
+		return nil
+	}
 	if err != nil {
 		return err
 	}

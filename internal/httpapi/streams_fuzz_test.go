@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -91,6 +92,15 @@ func FuzzDecodeStreamsCycle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkWalk(t, body, &api.StreamsCycleRequest{})
 		cy, err := DecodeStreamsCycle(body)
+		if invalid := (*InvalidCycleError)(nil); errors.As(err, &invalid) {
+			// Refused contents of a named cycle: answered in its envelope,
+			// so the cycle and its ids come back with the error.
+			if cy == nil || len(cy.QueryID) != 36 || len(cy.PartitionID) != 36 {
+				t.Fatalf("body %q: refused contents without the named cycle: %+v", body, cy)
+			}
+			checkStreamsErr(t, body, invalid.Err)
+			return
+		}
 		if err != nil {
 			checkStreamsErr(t, body, err)
 			return

@@ -51,8 +51,9 @@ func TestOpenAPIDescribesStreams(t *testing.T) {
 	c.want(200, "POST", "/streams/v1/cycle", cycle(`null`))
 	c.want(200, "POST", "/streams/v1/cycle", fmt.Sprintf(`{"query_id":"%s","partition_id":"%s"}`, reg.QueryID, m.PartitionID))
 	c.want(400, "POST", "/streams/v1/cycle", fmt.Sprintf(`{"query_id":"%s"}`, reg.QueryID))
-	c.want(400, "POST", "/streams/v1/cycle", fmt.Sprintf(`{"query_id":"%s","partition_id":"%s","state_ops":[{"type":"merge","key":"k"}]}`,
-		reg.QueryID, m.PartitionID))
+	// A named cycle with refused contents (a state op "merge") is answered
+	// 200 in its envelope; the document describes the cycle a client should
+	// send, so that request is not one it accepts, and apitest covers it.
 	c.want(400, "POST", "/streams/v1/cycle", `"cycle"`)
 
 	state := fmt.Sprintf(`{"query_id":"%s","partition_id":"%s"`, reg.QueryID, m.PartitionID)
