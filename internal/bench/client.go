@@ -1,103 +1,54 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
-	"github.com/queen-go/queen/api"
+	qclient "github.com/queen-go/queen/client"
 )
 
-// client is a thin HTTP/JSON client for the routes the bench drives; the
-// bodies are package api's wire types.
+// client is the bench's handle on package client, the product's one HTTP
+// client. The hot paths send bodies built by hand through its Do, once per
+// try, so that the bench measures and counts every request itself and its
+// encoding stays off the CPU the broker needs; the rest are its typed calls.
 type client struct {
-	auth []string // the Authorization header's value; nil for none
+	*qclient.Client
 	base string
-	hc   *http.Client
 }
 
-// bearer is the Authorization header of token, built once for every
-// request.
-func bearer(token string) []string {
-	if token == "" {
-		return nil
+// newClient returns a client of the broker at base whose idle pool holds
+// a connection for every one of conns workers (twice over): with a pool of
+// 2 per host, most requests of a 16-worker run would open a new TCP
+// connection and the bench would measure handshakes. hc, when not nil,
+// sends the requests instead.
+func newClient(base, token string, conns int, hc *http.Client) (*client, error) {
+	base = strings.TrimRight(base, "/")
+	c, err := qclient.New(qclient.Config{URL: base, Token: token, HTTPClient: hc, MaxIdleConns: max(conns, 2) * 2})
+	if err != nil {
+		return nil, err
 	}
-	return []string{"Bearer " + token}
-}
-
-// newHTTPClient returns a client whose idle pool holds a connection for
-// every worker: with the default pool of 2 per host, most requests of a
-// 16-worker run would open a new TCP connection and the bench would measure
-// handshakes.
-func newHTTPClient(conns int) *http.Client {
-	conns = max(conns, 2)
-	return &http.Client{Transport: &http.Transport{
-		Proxy:               nil, // loopback benchmarks must not go through a proxy
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        conns * 2,
-		MaxIdleConnsPerHost: conns * 2,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
-	}}
+	return &client{Client: c, base: base}, nil
 }
 
 // do sends one request and reads the whole answer.
 func (c *client) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.auth != nil {
-		req.Header["Authorization"] = c.auth
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	return resp.StatusCode, out, nil
+	return c.Do(ctx, method, path, body)
 }
 
-// health returns the engine the broker reports, "" if unknown.
+// health returns the engine the broker reports.
 func (c *client) health(ctx context.Context) (string, error) {
-	status, body, err := c.do(ctx, http.MethodGet, "/health", nil)
+	h, err := c.Health(ctx)
 	if err != nil {
-		return "", err
-	}
-	var h api.Health
-	_ = json.Unmarshal(body, &h)
-	if status != http.StatusOK {
-		return h.Engine, fmt.Errorf("health: HTTP %d: %s", status, strings.TrimSpace(string(body)))
+		return "", fmt.Errorf("health: %w", err)
 	}
 	return h.Engine, nil
 }
 
 func (c *client) deleteQueue(ctx context.Context, queue string) error {
-	status, body, err := c.do(ctx, http.MethodDelete, "/api/v1/resources/queues/"+url.PathEscape(queue), nil)
-	if err != nil {
-		return err
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("delete queue %s: HTTP %d: %s", queue, status, strings.TrimSpace(string(body)))
+	if err := c.DeleteQueue(ctx, queue); err != nil {
+		return fmt.Errorf("delete queue %s: %w", queue, err)
 	}
 	return nil
 }

@@ -164,11 +164,10 @@ func RunIdle(ctx context.Context, cfg IdleConfig) (*IdleReport, error) {
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = time.Minute
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = newHTTPClient(cfg.Polls + 8)
+	c, err := newClient(cfg.URL, cfg.Token, cfg.Polls+8, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
 	}
-	c := &client{base: strings.TrimRight(cfg.URL, "/"), hc: hc, auth: bearer(cfg.Token)}
 	rep := &IdleReport{URL: c.base, Polls: cfg.Polls, Queues: cfg.Queues, Groups: cfg.Groups, WokenPerPush: -1}
 	engine, err := c.health(ctx)
 	if err != nil {

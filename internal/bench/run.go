@@ -265,11 +265,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Queue == "" {
 		cfg.Queue = "bench-" + time.Now().UTC().Format("20060102-150405") + "-" + run
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = newHTTPClient(cfg.Producers + cfg.Consumers*max(cfg.Groups, 1) + 4)
+	c, err := newClient(cfg.URL, cfg.Token, cfg.Producers+cfg.Consumers*max(cfg.Groups, 1)+4, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
 	}
-	r := &runner{cfg: cfg, c: &client{base: cfg.URL, hc: hc, auth: bearer(cfg.Token)}, run: run, groups: cfg.groupNames()}
+	r := &runner{cfg: cfg, c: c, run: run, groups: cfg.groupNames()}
 	// With autoAck the broker moves a lane on as soon as it answers, so two
 	// consumers of a group may record a lane's batches in either order.
 	acrossBatches := cfg.Ack != AckAuto || cfg.Consumers <= 1

@@ -80,7 +80,10 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if rc.Queue == "" {
 		rc.Queue = "bench-soak-" + time.Now().UTC().Format("20060102-150405") + "-" + newRunID()
 	}
-	c := &client{base: rc.URL, hc: newHTTPClient(4), auth: bearer(rc.Token)}
+	c, err := newClient(rc.URL, rc.Token, 4, nil)
+	if err != nil {
+		return nil, err
+	}
 	opts := api.DefaultQueueOptions()
 	opts.RetentionEnabled, opts.CompletedRetentionSeconds = true, int(cfg.CompletedRetention.Seconds())
 	body, _ := json.Marshal(api.ConfigureRequest{Queue: rc.Queue, Options: &opts})
