@@ -147,8 +147,8 @@ type Me struct {
 	Tenant         *string  `json:"tenant"`
 }
 
-// Login is GET /auth/login's answer to clients that do not ask for HTML:
-// where logging in happens.
+// Login is GET /auth/login's answer, with authentication on, to clients
+// that ask for JSON and not for HTML: where logging in happens.
 type Login struct {
 	AuthEnabled bool `json:"authEnabled"`
 	// Login is external (an identity provider or a proxy) or none.

@@ -133,7 +133,9 @@ func newClient(base string) *client {
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
-	return &client{base: base, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	// A redirect is an answer to check, never followed.
+	noFollow := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &client{base: base, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second, CheckRedirect: noFollow}}
 }
 
 // response is what a client sees of one exchange.

@@ -71,33 +71,44 @@ func (g *identityRoutes) authMe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-const (
-	loginExternal = "This broker verifies bearer tokens but has no login of its own. " +
-		"The dashboard's login goes through your identity provider or an authenticating proxy (queen-proxy), " +
-		"which sends the token in the Authorization header of every request."
-	loginOff = "Authentication is off on this broker: every route is open and there is nothing to log in to."
-)
+// loginExternal says how to sign in when authentication is on.
+const loginExternal = "This broker verifies bearer tokens but has no login of its own. " +
+	"Sign in to the dashboard by pasting a JWT or an API token when it asks for one, " +
+	"or go through the identity provider or authenticating proxy (queen-proxy) in front of the broker, " +
+	"which sends the token in the Authorization header of every request."
 
-// authLogin says where logging in happens: with a browser's Accept, as a
-// short page; otherwise as JSON. It never redirects.
+// loginPage is the page /auth/login serves with authentication on.
+const loginPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>queen: sign in</title></head>
+<body><h1>Sign in</h1><p>` + loginExternal + `</p>
+<p><a href="/">Open the dashboard</a> and paste your token there; it is kept in the tab's session storage only.</p>
+</body></html>
+`
+
+// authLogin says where logging in happens. With authentication off there
+// is nothing to log in to: a redirect to the dashboard at /. With it on,
+// a short page that says how to sign in (JSON instead for a client that
+// asks for JSON and not for HTML).
 func (g *identityRoutes) authLogin(w http.ResponseWriter, r *http.Request) error {
-	out := api.Login{AuthEnabled: g.a.auth != nil, Login: "external", Message: loginExternal}
 	if g.a.auth == nil {
-		out.Login, out.Message = "none", loginOff
+		w.Header().Set("Location", "/")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusFound)
+		return nil
 	}
-	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
-		writeJSON(w, http.StatusOK, out)
+	accept := r.Header.Get("Accept")
+	if strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html") {
+		writeJSON(w, http.StatusOK, api.Login{AuthEnabled: true, Login: "external", Message: loginExternal})
 		return nil
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>queen: log in</title></head>
-<body><h1>Log in</h1><p>` + out.Message + `</p></body></html>
-`))
+	_, _ = w.Write([]byte(loginPage))
 	return nil
 }
 
