@@ -2,7 +2,9 @@
 //
 // `queen` (or `queen serve`) runs the broker, configured by flags and
 // environment variables (`queen --help` lists them all; see README.md);
-// `queen bench` measures a broker; `queen version` prints the version. With
+// `queen bench` measures a broker; `queen version` prints the version; the
+// client verbs (push, pop, tail, queues, queue, lag, dlq, replay,
+// maintenance, health, context) speak to a running broker. With
 // neither a database URL nor PG_HOST set it stores data in an embedded
 // SQLite file under QUEEN_DATA_DIR.
 package main
@@ -27,12 +29,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "queen:", err)
-		stop()
-		if errors.As(err, new(usageError)) {
-			os.Exit(2)
+		if !errors.Is(err, errEmpty) {
+			fmt.Fprintln(os.Stderr, "queen:", err)
 		}
-		os.Exit(1)
+		stop()
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -128,7 +129,28 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		Run:  func(*cobra.Command, []string) { currentVersion().print(stdout) },
 	}
 
-	root.AddCommand(serveCmd, benchCmd, versionCmd)
+	completionCmd := &cobra.Command{
+		Use:   "completion bash|zsh",
+		Short: "Print a shell completion script",
+		Long: "Print the completion script of bash or zsh. Load it with\n" +
+			"  source <(queen completion bash)\n" +
+			"or, for zsh, put the output of 'queen completion zsh' in a file named _queen\n" +
+			"on your $fpath.",
+		ValidArgs: []string{"bash", "zsh"},
+		Args:      exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch args[0] {
+			case "bash":
+				return cmd.Root().GenBashCompletionV2(stdout, true)
+			case "zsh":
+				return cmd.Root().GenZshCompletion(stdout)
+			}
+			return usageError{fmt.Errorf("completion %q: want bash or zsh", args[0])}
+		},
+	}
+
+	root.AddCommand(serveCmd, benchCmd, versionCmd, completionCmd)
+	addClientVerbs(root, getenv, stdout)
 	return root
 }
 
