@@ -19,7 +19,7 @@ psql=${PGBIN:-/usr/lib/postgresql/15/bin}/psql
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 export QUEEN_LATENCY_TESTS=1
-for pkg in ./internal/store/sqlite ./internal/store/postgres ./internal/e2e; do
+for pkg in ./internal/store/enginetest ./internal/store/sqlite ./internal/store/postgres ./internal/e2e; do
   if go test -count=1 -run "$tests" "$pkg" 2>&1 | tee "$out"; then
     continue
   fi

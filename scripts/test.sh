@@ -12,8 +12,8 @@ go test "$@" ./... || status=$?
 if [ -z "${QUEEN_TEST_DATABASE_URL:-}" ]; then
   cat >&2 <<'NOTE'
 
-skipped: the PostgreSQL engine's tests (TestStore and TestAPI in internal/store/postgres, and every test in
-internal/e2e: two brokers on one database, cross-broker wake-up, outage, shared maintenance modes), because
+skipped: the PostgreSQL engine's tests (the postgres subtests in internal/store/enginetest, the tests of
+internal/store/postgres, and every test in internal/e2e: two brokers on one database, cross-broker wake-up, outage, shared maintenance modes), because
 QUEEN_TEST_DATABASE_URL is not set. To run them too:
     export QUEEN_TEST_DATABASE_URL=$(bash .ci/pg.sh | tail -n 1)
     bash scripts/test.sh

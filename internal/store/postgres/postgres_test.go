@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen/internal/apitest"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/postgres/pgtest"
 	"github.com/queen-go/queen/internal/store/storetest"
@@ -45,26 +44,6 @@ func openStoreWith(t testing.TB, cfg Config) *Store {
 // newTestStore is a store on a fresh throw-away schema.
 func newTestStore(t testing.TB) *Store {
 	return openStore(t, newSchema(t), 8)
-}
-
-func TestStore(t *testing.T) {
-	testURL(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
-}
-
-// TestStoreSmallCache runs what goes through the name → id caches with
-// caches of two entries: dropped entries are read again, never guessed.
-func TestStoreSmallCache(t *testing.T) {
-	testURL(t)
-	storetest.RunSmallCache(t, func(t *testing.T) store.Store {
-		return openStoreWith(t, Config{URL: testURL(t), Schema: newSchema(t), PoolSize: 8,
-			NameCacheSize: storetest.SmallNameCache})
-	})
-}
-
-func TestAPI(t *testing.T) {
-	testURL(t)
-	apitest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
 }
 
 // Two brokers starting at once on an empty schema both come up: the

@@ -2,8 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,43 +9,6 @@ import (
 	"github.com/queen-go/queen/internal/store/sqlite"
 	"github.com/queen-go/queen/internal/store/storetest"
 )
-
-// readOnly opens the database of dir read-only, beside the store.
-func readOnly(t *testing.T, dir string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "queen.db")+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func TestSweepDeadLetters(t *testing.T) {
-	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db := readOnly(t, dir)
-	storetest.RunSweepDeadLetters(t, st, func(t *testing.T) []storetest.DeadLetterRow {
-		rows, err := db.Query(`SELECT consumer_group, error FROM dead_letters`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []storetest.DeadLetterRow
-		for rows.Next() {
-			var r storetest.DeadLetterRow
-			if err := rows.Scan(&r.Group, &r.Error); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
-		}
-		return out
-	})
-}
 
 // Offsets continue above every offset ever handed out after a restart, even
 // when retention deleted the newest rows of the table: the counter starts
