@@ -3,6 +3,8 @@
 // HTTP suite (apitest), the latency tests and the measurements. Adding an
 // engine is one row in All.
 //
+// A package running these rows calls Main from its TestMain.
+//
 // An engine that cannot run here skips (PostgreSQL without
 // QUEEN_TEST_DATABASE_URL), and fails instead when QUEEN_REQUIRE_POSTGRES is
 // set, as CI does.
@@ -91,6 +93,11 @@ func RunB(b *testing.B, fn func(b *testing.B, e Engine)) {
 	}
 }
 
+// Main runs a package's tests over the table and then releases what the
+// engines kept for the tests (PostgreSQL's pool of schemas, see
+// pgtest.Reused). Call it from TestMain.
+func Main(m *testing.M) { pgtest.Main(m) }
+
 // Store is e.Open(tb, Options{}).Store, the shape storetest.Run and
 // apitest.Run take.
 func (e Engine) Store(tb testing.TB) store.Store { return e.Open(tb, Options{}).Store }
@@ -135,7 +142,7 @@ func openSQLite(tb testing.TB, o Options) *Handle {
 func openPostgres(tb testing.TB, o Options) *Handle {
 	tb.Helper()
 	url := pgtest.URL(tb)
-	schema := pgtest.Schema(tb, "qt_")
+	schema := pgtest.Reused(tb)
 	if o.PoolSize == 0 {
 		o.PoolSize = 8
 	}
