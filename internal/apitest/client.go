@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -378,6 +379,35 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// clock is a broker clock the test moves (server.Config.Now): a test of
+// lease expiry or message ages advances it instead of sleeping.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(start time.Time) *clock { return &clock{now: start} }
+
+// Now is the broker's time.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the time forward by d.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// serverAt is a server whose broker reads the time from clk.
+func (s *suite) serverAt(t *testing.T, clk *clock) *client {
+	t.Helper()
+	return s.serverWith(t, server.Config{Version: "0.0.0-apitest", Now: clk.Now})
 }
 
 // nextMillisecond returns once the wall clock has moved past the millisecond

@@ -74,14 +74,15 @@ func (s *suite) testGroupAdmin(t *testing.T) {
 
 	t.Run("seek to a timestamp of whole seconds (queenctl's format)", func(t *testing.T) {
 		t.Parallel()
-		c := s.server(t)
+		// The broker's clock, half a second before a whole one.
+		clk := newClock(time.Now().Truncate(time.Second).Add(500 * time.Millisecond))
+		c := s.serverAt(t, clk)
 		q, g := uniq("replayts"), uniq("g")
 		c.pushN(t, q, "", 2)
 		// The next full second, formatted as queenctl does: after the
 		// first push, before the second.
-		now := time.Now()
-		at := now.Truncate(time.Second).Add(time.Second)
-		time.Sleep(time.Until(at) + 2*time.Millisecond)
+		at := clk.Now().Truncate(time.Second).Add(time.Second)
+		clk.Advance(at.Sub(clk.Now()) + 2*time.Millisecond)
 		c.push(t, item(q, map[string]any{"n": 10}), item(q, map[string]any{"n": 11}))
 		c.drain(t, q, g)
 		c.seek(t, seekPath(g, q), map[string]any{"timestamp": at.UTC().Format(time.RFC3339)})
@@ -353,8 +354,9 @@ func (s *suite) testSeekWake(t *testing.T) {
 	c.drain(t, q, g)
 	var lats []time.Duration
 	for range 3 {
+		c.waitParked(t, 0)
 		ch := c.popAsync(context.Background(), queuePath(q)+"?wait=true&timeout=5000&batch=10&consumerGroup="+g)
-		time.Sleep(parkDelay)
+		c.waitParked(t, 1)
 		select {
 		case res := <-ch:
 			t.Fatalf("the long poll returned before the seek: %v %v", res.err, res.r)
@@ -375,8 +377,7 @@ func (s *suite) testSeekWake(t *testing.T) {
 	}
 	slices.Sort(lats)
 	t.Logf("long poll answered %v after the seek's answer", lats)
-	// A missed wake-up answers at the re-poll, about 1 s - parkDelay after
-	// the seek.
+	// A missed wake-up answers at the re-poll, about 1 s after the seek.
 	if lats[0] > 300*time.Millisecond {
 		t.Fatalf("the seek did not wake the long poll: best of %v", lats)
 	}

@@ -118,7 +118,8 @@ func (s *suite) testLease(t *testing.T) {
 
 	t.Run("an extended lease outlives its leaseTime", func(t *testing.T) {
 		t.Parallel()
-		c := s.server(t)
+		clk := newClock(time.Now())
+		c := s.serverAt(t, clk)
 		q := uniq("outlive")
 		c.configure(t, q, map[string]any{"leaseTime": 1})
 		c.pushN(t, q, "", 1)
@@ -126,7 +127,7 @@ func (s *suite) testLease(t *testing.T) {
 		if e := c.extend(t, p.lease(), map[string]any{"seconds": 30}); e.Renewed != 1 {
 			t.Fatalf("extend: renewed %d, want 1", e.Renewed)
 		}
-		time.Sleep(1500 * time.Millisecond) // past the original 1 s lease
+		clk.Advance(1500 * time.Millisecond) // past the original 1 s lease
 		c.popNone(t, queuePath(q))
 		wantAck(t, "ack after the original lease time", c.ack(t, "", ackOf(p.Messages[0], "completed")), true, false, "")
 	})

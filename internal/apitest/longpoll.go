@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"reflect"
@@ -31,11 +32,17 @@ func (c *client) popAsync(ctx context.Context, path string) <-chan popResult {
 	return ch
 }
 
-// parkDelay is how long a test lets a long poll reach the server and park
-// before acting. Parking is not observable from outside, and the assertions
-// hold whether or not the pop had parked yet; the delay only makes sure the
-// wake-up path is the one exercised.
-const parkDelay = 250 * time.Millisecond
+// waitParked waits until exactly n long polls wait on c's server, as its
+// queen_pop_waiting gauge says: a test acts on a parked poll once it has
+// parked, so that the wake-up path is the one exercised, instead of
+// guessing how long parking takes.
+func (c *client) waitParked(t testing.TB, n int) {
+	t.Helper()
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d parked long polls", n), func() bool {
+		v, _ := series(c.scrape(t), "queen_pop_waiting")
+		return int(v) == n
+	})
+}
 
 // testLongPoll covers wait=true pops (spec §4.6).
 func (s *suite) testLongPoll(t *testing.T) {
@@ -54,8 +61,9 @@ func (s *suite) testLongPoll(t *testing.T) {
 		} {
 			var lats []time.Duration
 			for range rounds {
+				c.waitParked(t, 0) // the previous round's poll has left
 				ch := c.popAsync(context.Background(), path)
-				time.Sleep(parkDelay)
+				c.waitParked(t, 1)
 				select {
 				case res := <-ch:
 					t.Fatalf("GET %s returned before any push: %v %v", path, res.err, res.r)
@@ -81,8 +89,9 @@ func (s *suite) testLongPoll(t *testing.T) {
 				t.Fatalf("GET %s: median %v after the push response, want within 50ms (all: %v)", path, median, lats)
 			}
 			// A missed wake-up would answer at the fallback re-poll, 1 s after
-			// the pop parked, i.e. about 1 s - parkDelay after the push.
-			if worst >= time.Second-parkDelay-150*time.Millisecond {
+			// the pop parked, i.e. about 1 s after the push (the push follows
+			// the parking at once).
+			if worst >= 600*time.Millisecond {
 				t.Fatalf("GET %s: one wake-up took %v: the push did not wake the pop, the fallback re-poll did (all: %v)", path, worst, lats)
 			}
 		}
@@ -124,14 +133,14 @@ func (s *suite) testLongPoll(t *testing.T) {
 		c.configure(t, q, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := c.popAsync(ctx, queuePath(q)+"?wait=true&timeout=5000")
-		time.Sleep(parkDelay)
+		c.waitParked(t, 1)
 		cancel()
 		if res := <-ch; res.err == nil {
 			t.Fatalf("cancelled long poll returned %v", res.r)
 		}
-		// Give the server a moment to see the closed connection (not
-		// observable from outside), then push.
-		time.Sleep(parkDelay)
+		// Once the server has seen the closed connection, the poll stops
+		// waiting; then push.
+		c.waitParked(t, 0)
 		c.pushN(t, q, "", 1)
 		p := c.popOK(t, queuePath(q)+"?wait=true&timeout=2000")
 		if got := p.ns(t); !reflect.DeepEqual(got, []int{0}) {
@@ -159,7 +168,7 @@ func (s *suite) testLongPoll(t *testing.T) {
 		q := uniq("shutdown")
 		c.configure(t, q, nil)
 		ch := c.popAsync(context.Background(), queuePath(q)+"?wait=true&timeout=20000")
-		time.Sleep(parkDelay)
+		c.waitParked(t, 1)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -180,7 +180,13 @@ func (s *suite) testOptions(t *testing.T) {
 			probe := c.pop(t, queuePath(q)+"?batch=100&autoAck=true&consumerGroup="+uniq("probe"))
 			return probe != nil && len(probe.Messages) == 6
 		})
-		time.Sleep(300 * time.Millisecond) // a few more sweeps: nothing else goes
+		// A retention pass that started after that one deletes nothing
+		// else: a consumed witness on another queue shows one has run.
+		w := uniq("witness")
+		c.configure(t, w, map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1})
+		c.pushN(t, w, "", 1)
+		c.ackAll(t, "", c.popOK(t, queuePath(w)))
+		waitFor(t, 10*time.Second, "a later retention pass to delete the witness", func() bool { return c.probeEmpty(t, w) })
 		if rest := c.popOK(t, queuePath(q)+"?batch=100"); len(rest.Messages) != 6 || rest.ns(t)[0] != 4 {
 			t.Fatalf("after completed retention: %v, want the 6 unconsumed from n=4", rest.ns(t))
 		}
@@ -313,7 +319,8 @@ func (s *suite) testOptions(t *testing.T) {
 
 	t.Run("informational options are echoed and change nothing", func(t *testing.T) {
 		t.Parallel()
-		c := s.server(t)
+		clk := newClock(time.Now())
+		c := s.serverAt(t, clk)
 		q := uniq("informational")
 		m := c.configure(t, q, map[string]any{"ttl": 1, "deadLetterQueue": false, "dlqAfterMaxRetries": false, "retryLimit": 0})
 		wantOptions(t, m, map[string]any{"ttl": 1.0, "retryLimit": 0.0})
@@ -324,7 +331,7 @@ func (s *suite) testOptions(t *testing.T) {
 		if a := c.ack(t, "", ackOf(p.Messages[0], "failed")); !a.DLQ {
 			t.Fatalf("failed ack with retryLimit 0: %v, want dlq", a)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		clk.Advance(1100 * time.Millisecond)
 		if next := c.popOK(t, queuePath(q)); next.ns(t)[0] != 1 {
 			t.Fatalf("after ttl: %v, want the second message", next.ns(t))
 		}

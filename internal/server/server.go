@@ -82,6 +82,9 @@ type Config struct {
 	// NameCacheSize bounds the broker's per-queue caches
 	// (QUEEN_NAME_CACHE_SIZE); 0 means the broker's default.
 	NameCacheSize int
+	// Now is the broker's clock, for tests that move time instead of
+	// waiting for it (lease expiry, message ages); nil means time.Now.
+	Now func() time.Time
 
 	// Access control and transport security.
 
@@ -169,7 +172,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 
 	m := metrics.New(reg)
 	bcfg := broker.Config{Logger: log, Metrics: m, Encryption: cfg.Encryption, Sweeps: cfg.Sweeps,
-		NameCacheSize: cfg.NameCacheSize}
+		NameCacheSize: cfg.NameCacheSize, Now: cfg.Now}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
 		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
