@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"BadInput", s.testBadInput},
 		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},
+		{"Security", s.testSecurity},         // security.go
 		{"KV", s.testKV},                     // kv.go
 		{"Timers", s.testTimers},             // timers.go
 		{"Ephemeral", s.testEphemeral},       // ephemeral.go

@@ -49,6 +49,9 @@ func (a *adapter) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
 			return api.ErrForbidden
 		}
 		e.caller.Subject = id.Subject
+		if rt.OperatorOnly && a.tenancy && (id.Tenant != "" || id.TenantInvalid) {
+			return errOperatorOnly
+		}
 	}
 	if rt.Scope == ScopeTenant {
 		tenant, err := a.tenant(r, &id)
@@ -59,6 +62,12 @@ func (a *adapter) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
 	}
 	return nil
 }
+
+// errOperatorOnly is the 403 of an operator route called with a
+// tenant-bound token while tenancy is on: such a route acts on every tenant
+// of the cell, so only a tenantless token may call it.
+var errOperatorOnly = api.ErrForbidden.With("Insufficient permissions: this route acts on the whole cell " +
+	"and needs a token without a tenant")
 
 // bearer returns the request's token: the Authorization header's value
 // after a "Bearer " prefix in any case, or the whole value, since Queen

@@ -33,7 +33,7 @@ func (g *consumerGroupRoutes) Routes() []Route {
 		row(AccessReadWrite, "POST", "/api/v1/consumer-groups/{group}/queues/{queue}/seek", "group_seek", g.groupSeek),
 		row(AccessReadWrite, "POST", "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek",
 			"group_partition_seek", g.groupPartitionSeek),
-		row(AccessAdmin, "POST", "/api/v1/stats/refresh", "stats_refresh", statsRefresh).ProcessWide(),
+		row(AccessAdmin, "POST", "/api/v1/stats/refresh", "stats_refresh", statsRefresh).Operator(),
 	}
 }
 

@@ -68,6 +68,13 @@ func (rt Route) ProcessWide() Route {
 	return rt
 }
 
+// Operator marks a row as an operator route: process-wide, and refused to
+// tenant-bound tokens while tenancy is on (see RouteInfo.OperatorOnly).
+func (rt Route) Operator() Route {
+	rt.Scope, rt.OperatorOnly = ScopeProcess, true
+	return rt
+}
+
 // Behind puts the rows behind g (nil: none) and answers their handlers'
 // errors in env (nil: Queen's).
 func Behind(g *Gate, env *Envelope, rows ...Route) []Route {

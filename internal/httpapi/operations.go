@@ -16,6 +16,6 @@ func (g *operationRoutes) Routes() []Route {
 		row(AccessPublic, "GET", "/metrics", "metrics", g.metricsJSON).ProcessWide(),
 		row(AccessPublic, "GET", "/metrics/prometheus", "metrics_prometheus", g.metricsPrometheus).ProcessWide(),
 		row(AccessPublic, "GET", "/api/v1/openapi.json", "openapi", g.openapi).ProcessWide(),
-		row(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", g.buffers).ProcessWide(),
+		row(AccessRead, "GET", "/api/v1/status/buffers", "status_buffers", g.buffers).Operator(),
 	}
 }

@@ -144,6 +144,11 @@ type RouteInfo struct {
 	// Scope says whether the route acts for a tenant; tenant-scoped unless
 	// the row says ProcessWide().
 	Scope Scope
+	// OperatorOnly marks a process-wide route that acts on or reads the whole
+	// cell (maintenance modes, the spool, cell-wide analytics): with tenancy
+	// on, a token bound to a tenant is refused it (403), whatever its role.
+	// Rows say so with Operator(), which implies ProcessWide().
+	OperatorOnly bool
 }
 
 // noSuchRouteName names everything the table does not match, a known path

@@ -20,10 +20,10 @@ type sharedStateRoutes struct {
 
 func (g *sharedStateRoutes) Routes() []Route {
 	return []Route{
-		row(AccessAdmin, "GET", "/api/v1/system/shared-state", "shared_state", g.stats).ProcessWide(),
-		row(AccessAdmin, "GET", "/internal/api/shared-state/stats", "shared_state_stats", g.stats).ProcessWide(),
-		row(AccessAdmin, "GET", "/internal/api/inter-instance/stats", "inter_instance_stats", g.stats).ProcessWide(),
-		row(AccessAdmin, "POST", "/internal/api/notify", "internal_notify", g.notify).ProcessWide(),
+		row(AccessAdmin, "GET", "/api/v1/system/shared-state", "shared_state", g.stats).Operator(),
+		row(AccessAdmin, "GET", "/internal/api/shared-state/stats", "shared_state_stats", g.stats).Operator(),
+		row(AccessAdmin, "GET", "/internal/api/inter-instance/stats", "inter_instance_stats", g.stats).Operator(),
+		row(AccessAdmin, "POST", "/internal/api/notify", "internal_notify", g.notify).Operator(),
 	}
 }
 

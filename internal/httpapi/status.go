@@ -30,13 +30,13 @@ func (g *statusRoutes) Routes() []Route {
 		row(AccessRead, "GET", "/api/v1/status/queues/{queue}", "status_queue", g.statusQueue),
 		row(AccessRead, "GET", "/api/v1/status/queues/{queue}/messages", "status_queue_messages", g.statusQueueMessages),
 		row(AccessRead, "GET", "/api/v1/status/analytics", "status_analytics", g.statusAnalytics),
-		row(AccessRead, "GET", "/api/v1/analytics/system-metrics", "analytics_system_metrics", g.systemMetrics).ProcessWide(),
-		row(AccessRead, "GET", "/api/v1/analytics/worker-metrics", "analytics_worker_metrics", g.workerMetrics).ProcessWide(),
+		row(AccessRead, "GET", "/api/v1/analytics/system-metrics", "analytics_system_metrics", g.systemMetrics).Operator(),
+		row(AccessRead, "GET", "/api/v1/analytics/worker-metrics", "analytics_worker_metrics", g.workerMetrics).Operator(),
 		row(AccessRead, "GET", "/api/v1/analytics/queue-lag", "analytics_queue_lag", g.queueLag),
 		row(AccessRead, "GET", "/api/v1/analytics/queue-ops", "analytics_queue_ops", g.queueOps),
 		row(AccessRead, "GET", "/api/v1/analytics/queue-parked-replicas", "analytics_queue_parked_replicas", g.parkedReplicas),
 		row(AccessRead, "GET", "/api/v1/analytics/retention", "analytics_retention", g.retention),
-		row(AccessRead, "GET", "/api/v1/analytics/postgres-stats", "analytics_postgres_stats", g.engineStats).ProcessWide(),
+		row(AccessRead, "GET", "/api/v1/analytics/postgres-stats", "analytics_postgres_stats", g.engineStats).Operator(),
 	}
 }
 

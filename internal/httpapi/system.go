@@ -15,10 +15,10 @@ type maintenanceRoutes struct {
 
 func (g *maintenanceRoutes) Routes() []Route {
 	return []Route{
-		row(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", g.getMaintenance).ProcessWide(),
-		row(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", g.setMaintenance).ProcessWide(),
-		row(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", g.getPopMaintenance).ProcessWide(),
-		row(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", g.setPopMaintenance).ProcessWide(),
+		row(AccessAdmin, "GET", "/api/v1/system/maintenance", "maintenance_get", g.getMaintenance).Operator(),
+		row(AccessAdmin, "POST", "/api/v1/system/maintenance", "maintenance_set", g.setMaintenance).Operator(),
+		row(AccessAdmin, "GET", "/api/v1/system/maintenance/pop", "pop_maintenance_get", g.getPopMaintenance).Operator(),
+		row(AccessAdmin, "POST", "/api/v1/system/maintenance/pop", "pop_maintenance_set", g.setPopMaintenance).Operator(),
 	}
 }
 

@@ -437,7 +437,7 @@ type EngineSetting struct {
 type EngineActivity struct {
 	Duration  time.Duration
 	PID       int
-	Query     string // at most 200 characters
+	Query     string // at most 200 bytes, its literals replaced by "?" (no session's values leave the broker)
 	State     string
 	WaitEvent string
 }

@@ -326,7 +326,7 @@ func (s *Store) StatsEngine(ctx context.Context, p *store.StatsEngineParams) (*s
 		}); err != nil {
 			return err
 		}
-		rows, _ = t.tx.Query(t.ctx, `SELECT pid, COALESCE(state, ''), left(query, 200), COALESCE(wait_event, ''),
+		rows, _ = t.tx.Query(t.ctx, `SELECT pid, COALESCE(state, ''), COALESCE(query, ''), COALESCE(wait_event, ''),
 				COALESCE(extract(epoch FROM now() - query_start) * 1000, 0)::bigint
 			FROM pg_stat_activity
 			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'
@@ -335,6 +335,7 @@ func (s *Store) StatsEngine(ctx context.Context, p *store.StatsEngineParams) (*s
 		var ms int64
 		_, err := pgx.ForEachRow(rows, []any{&a.PID, &a.State, &a.Query, &a.WaitEvent, &ms}, func() error {
 			a.Duration = time.Duration(ms) * time.Millisecond
+			a.Query = redactSQL(a.Query) // no session's literals leave the broker
 			out.Activity = append(out.Activity, a)
 			return nil
 		})

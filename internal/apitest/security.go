@@ -1,0 +1,110 @@
+package apitest
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/queen-go/queen/internal/auth"
+	"github.com/queen-go/queen/internal/server"
+)
+
+// operatorRoutes are the routes that act on or read the whole cell: with
+// tenancy on, only a tenantless token may call them.
+var operatorRoutes = []struct {
+	method, path string
+	body         any
+	admin        bool // the route needs the admin level
+}{
+	{"GET", "/api/v1/system/maintenance", nil, true},
+	{"POST", "/api/v1/system/maintenance", map[string]any{"enabled": false}, true},
+	{"GET", "/api/v1/system/maintenance/pop", nil, true},
+	{"POST", "/api/v1/system/maintenance/pop", map[string]any{"enabled": false}, true},
+	{"GET", "/api/v1/analytics/system-metrics", nil, false},
+	{"GET", "/api/v1/analytics/worker-metrics", nil, false},
+	{"GET", "/api/v1/analytics/postgres-stats", nil, false},
+	{"POST", "/api/v1/stats/refresh", nil, true},
+	{"GET", "/api/v1/status/buffers", nil, false},
+	{"GET", "/api/v1/system/shared-state", nil, true},
+	{"GET", "/internal/api/shared-state/stats", nil, true},
+	{"GET", "/internal/api/inter-instance/stats", nil, true},
+	{"POST", "/internal/api/notify", map[string]any{"queue": "nowhere", "partition": "p"}, true},
+}
+
+const operatorOnly = "Insufficient permissions: this route acts on the whole cell and needs a token without a tenant"
+
+// testOperatorRoutes: with tenancy on, a tenant-bound token is refused every
+// operator route whatever its role (a tenant cannot stop the cell or read
+// other tenants' figures), and a tenantless admin is still served.
+func (s *suite) testOperatorRoutes(t *testing.T) {
+	c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", TenancyEnabled: true, Auth: auth.Config{
+		JWTEnabled: true, Secret: authSecret, Issuer: authIssuer, Audience: []string{authAudience},
+		Tokens: apiTokens(t, "tok-tenant-a-81c3:admin:"+tenantA),
+	}})
+	tenantTokens := map[string]string{
+		"JWT admin of A":       bearer(hs(t, claims("alice", "admin", "tenant", tenantA))),
+		"JWT read-only of B":   bearer(hs(t, claims("bob", "read-only", "tenant", tenantB))),
+		"JWT bad tenant claim": bearer(hs(t, claims("eve", "admin", "tenant", "acme"))),
+		"API token of A":       bearer("tok-tenant-a-81c3"),
+	}
+	operator := bearer(hs(t, claims("ops", "admin")))
+	var table []attack
+	for _, rt := range operatorRoutes {
+		for who, tok := range tenantTokens {
+			msg := operatorOnly
+			if rt.admin && strings.Contains(who, "read-only") {
+				msg = "Insufficient permissions" // the level is checked first
+			}
+			table = append(table, attack{name: who + " " + rt.method + " " + rt.path, method: rt.method, path: rt.path,
+				authz: tok, body: rt.body, status: http.StatusForbidden, msg: msg})
+		}
+		table = append(table, attack{name: "tenantless admin " + rt.method + " " + rt.path, method: rt.method,
+			path: rt.path, authz: operator, body: rt.body, status: http.StatusOK})
+	}
+	runAttacks(t, c, table)
+
+	t.Run("tenant admin cannot stop another tenant", func(t *testing.T) {
+		a := c.with("Authorization", tenantTokens["JWT admin of A"])
+		b := c.with("Authorization", bearer(hs(t, claims("bob", "admin", "tenant", tenantB))))
+		q := uniq("b-q")
+		b.push(t, item(q, map[string]any{"n": 1}))
+		for _, p := range []string{"/api/v1/system/maintenance/pop", "/api/v1/system/maintenance"} {
+			r := a.do(t, "POST", p, map[string]any{"enabled": true})
+			if msg := wantPlainError(t, r, http.StatusForbidden, ""); msg != operatorOnly {
+				t.Fatalf("%s: %q", p, msg)
+			}
+		}
+		b.popOK(t, queuePath(q))
+	})
+
+	t.Run("worker metrics of a tenantless operator only", func(t *testing.T) {
+		a := c.with("Authorization", tenantTokens["JWT admin of A"])
+		q := uniq("qa-secret")
+		a.push(t, item(q, map[string]any{"n": 1}))
+		a.popOK(t, queuePath(q))
+		r := c.with("Authorization", tenantTokens["JWT read-only of B"]).do(t, "GET", "/api/v1/analytics/worker-metrics", nil)
+		if strings.Contains(string(r.Body), q) || strings.Contains(string(r.Body), tenantA) {
+			t.Fatalf("tenant B reads A's worker metrics: %s", r.Body)
+		}
+	})
+}
+
+// testOperatorRoutesTenancyOff: with tenancy off nothing changes: a token
+// with a tenant claim of the right role calls the operator routes.
+func (s *suite) testOperatorRoutesTenancyOff(t *testing.T) {
+	c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Auth: auth.Config{
+		JWTEnabled: true, Secret: authSecret, Issuer: authIssuer, Audience: []string{authAudience},
+	}})
+	tok := bearer(hs(t, claims("alice", "admin", "tenant", tenantA)))
+	var table []attack
+	for _, rt := range operatorRoutes {
+		table = append(table, attack{name: rt.method + " " + rt.path, method: rt.method, path: rt.path, authz: tok,
+			body: rt.body, status: http.StatusOK})
+	}
+	runAttacks(t, c, table)
+}
+
+func (s *suite) testSecurity(t *testing.T) {
+	t.Run("OperatorRoutes", s.testOperatorRoutes)
+	t.Run("OperatorRoutesTenancyOff", s.testOperatorRoutesTenancyOff)
+}
