@@ -1,8 +1,8 @@
 // Package broker holds the semantics of Queen's message plane: validation
 // and defaults, id minting, in-request deduplication, status normalisation,
 // long polling and the wake-ups that drive it. It knows neither HTTP nor SQL:
-// storage is reached through store.Store, whose drivers apply the lane rules
-// atomically.
+// storage is reached through the methods of Store it declares, whose drivers
+// apply the lane rules atomically.
 package broker
 
 import (
@@ -86,7 +86,7 @@ type Config struct {
 // Broker implements push, pop, ack, lease, transaction and queue
 // configuration over a store.
 type Broker struct {
-	store      store.Store
+	store      Store
 	log        *slog.Logger
 	metrics    *metrics.Metrics
 	hub        *hub
@@ -118,7 +118,7 @@ type Broker struct {
 }
 
 // New returns a broker over st.
-func New(st store.Store, cfg Config) *Broker {
+func New(st Store, cfg Config) *Broker {
 	b := &Broker{
 		store:      st,
 		log:        cfg.Logger,

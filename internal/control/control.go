@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/service"
-	"github.com/queen-go/queen/internal/store"
 )
 
 // Config configures a Control.
@@ -30,7 +29,7 @@ type Config struct {
 
 // Control serves the control plane over a store.
 type Control struct {
-	store store.Store
+	store Store
 	log   *slog.Logger
 	now   func() time.Time
 	wake  func(keys ...string)
@@ -39,7 +38,7 @@ type Control struct {
 }
 
 // New returns the control plane over st.
-func New(st store.Store, cfg Config) *Control {
+func New(st Store, cfg Config) *Control {
 	c := &Control{store: st, log: cfg.Logger, now: cfg.Now, wake: cfg.Wake}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -11,7 +11,7 @@ import (
 
 // fakeStore answers the few methods a test needs; any other call panics.
 type fakeStore struct {
-	store.Store
+	Store
 	deletes   []int // rows each DLQDelete call deleted
 	remaining int
 	list      *store.MessageListParams
@@ -119,7 +119,7 @@ func TestRecordTraceDefaults(t *testing.T) {
 }
 
 type recordingStore struct {
-	store.Store
+	Store
 	got **store.TraceRecordParams
 }
 

@@ -127,7 +127,7 @@ func (c *Control) purgeCleared(ctx context.Context) {
 
 // clearPurger adapts QueueClearPurge to package purge, which sizes and
 // paces the steps exactly as for deleted queues.
-type clearPurger struct{ store store.QueueStore }
+type clearPurger struct{ store Store }
 
 func (p clearPurger) QueuePurge(ctx context.Context, params *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
 	return p.store.QueueClearPurge(ctx, params)

@@ -77,7 +77,7 @@ type Sampler struct {
 	cfg     SamplerConfig
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	store   store.Store
+	store   SamplerStore
 	port    atomic.Int64
 
 	mu      sync.Mutex // guards minutes, prevCPU, prevAt; one Sample or Flush at a time
@@ -98,7 +98,7 @@ type minuteAgg struct {
 }
 
 // NewSampler returns a sampler of m over st. Nothing runs until Start.
-func NewSampler(st store.Store, m *metrics.Metrics, cfg SamplerConfig) *Sampler {
+func NewSampler(st SamplerStore, m *metrics.Metrics, cfg SamplerConfig) *Sampler {
 	if cfg.AggregateEvery <= 0 {
 		cfg.AggregateEvery = DefaultAggregateEvery
 	}

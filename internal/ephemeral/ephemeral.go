@@ -60,12 +60,12 @@ type Ephemeral struct {
 	broker  Broker
 	cfg     Config
 	log     *slog.Logger
-	store   store.Store
+	store   Store
 	sweeper *service.Loop
 }
 
 // New returns the ephemeral-queue feature over st.
-func New(st store.Store, b Broker, cfg Config) *Ephemeral {
+func New(st Store, b Broker, cfg Config) *Ephemeral {
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = DefaultSweepEvery
 	}

@@ -62,12 +62,12 @@ var ErrKeyNotFound = &store.NotFoundError{Text: api.TextKeyNotFound}
 type KV struct {
 	cfg     Config
 	log     *slog.Logger
-	store   store.Store
+	store   Store
 	sweeper *service.Loop
 }
 
 // New returns the key/value feature over st.
-func New(st store.Store, cfg Config) *KV {
+func New(st Store, cfg Config) *KV {
 	if cfg.MaxOps <= 0 {
 		cfg.MaxOps = DefaultMaxOps
 	}

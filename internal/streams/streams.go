@@ -13,7 +13,7 @@
 // replayed cycle writes nothing, a partial ack may keep or release the
 // lease), and it owns a background service (freeing dropped state). Like
 // them it knows neither HTTP nor SQL: it reaches the store through
-// store.StreamStore, and every operation is scoped to a tenant.
+// Store, the part of it this package declares, and every operation is scoped to a tenant.
 package streams
 
 import (
@@ -54,7 +54,7 @@ type Config struct {
 
 // Streams serves stream queries over a store.
 type Streams struct {
-	store   store.Store
+	store   Store
 	log     *slog.Logger
 	metrics *metrics.Metrics // nil: none
 	now     func() time.Time
@@ -65,7 +65,7 @@ type Streams struct {
 }
 
 // New returns the stream service over st.
-func New(st store.Store, cfg Config) *Streams {
+func New(st Store, cfg Config) *Streams {
 	s := &Streams{store: st, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, seal: cfg.Seal, wake: cfg.Wake}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -103,7 +103,7 @@ func (s *Streams) purgeDropped(ctx context.Context) {
 }
 
 // purger adapts StreamPurge to package purge.
-type purger struct{ store store.StreamStore }
+type purger struct{ store Store }
 
 func (p purger) QueuePurge(ctx context.Context, params *store.QueuePurgeParams) (*store.QueuePurgeResult, error) {
 	return p.store.StreamPurge(ctx, &store.StreamPurgeParams{Limit: params.Limit, Now: params.Now})

@@ -40,7 +40,7 @@ func TestWindowEnd(t *testing.T) {
 
 // fakeStore answers the methods a test needs; any other call panics.
 type fakeStore struct {
-	store.Store
+	Store
 	cycle    *store.StreamCycleParams
 	result   *store.StreamCycleResult
 	err      error

@@ -70,13 +70,13 @@ type Timers struct {
 	broker Broker
 	cfg    Config
 	log    *slog.Logger
-	store  store.Store
+	store  Store
 	firer  *service.Func
 	pruner *service.Loop
 }
 
 // New returns the timer feature over st.
-func New(st store.Store, b Broker, cfg Config) *Timers {
+func New(st Store, b Broker, cfg Config) *Timers {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
