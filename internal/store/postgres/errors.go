@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -20,6 +21,8 @@ const (
 	codeForeignKey    = "23503" // a partition created under a queue deleted meanwhile
 	codeUnique        = "23505" // a message raced past the dedup check (see push.go)
 	codeQueryCanceled = "57014" // statement_timeout or cancel: not an outage
+	codeNoDatabase    = "3D000" // invalid_catalog_name: the database was dropped
+	codeReadOnly      = "25006" // read_only_sql_transaction: a standby
 )
 
 func isCode(err error, code string) bool {
@@ -35,10 +38,20 @@ func retryable(err error) bool {
 }
 
 // unavailable reports errors that mean the database cannot be reached or
-// cannot serve us right now, as opposed to a statement that failed.
+// cannot serve us right now, as opposed to a statement that failed: every
+// failure to connect (refused, reset, the database gone, a login refused),
+// a connection lost or terminated, a server shutting down or recovering, a
+// standby that refuses writes, too many connections.
 func unavailable(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
+	}
+	// A connect error wraps the server's refusal (3D000 "database does not
+	// exist" once the database is dropped, 28P01 for a login refused), so
+	// it is looked for before the PgError it carries.
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -47,15 +60,18 @@ func unavailable(err error) bool {
 			return false
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources (too many connections, disk full)
-			strings.HasPrefix(pgErr.Code, "57"): // shutdown, crash recovery
+			strings.HasPrefix(pgErr.Code, "57"), // shutdown, crash recovery, database dropped (57P04)
+			strings.HasPrefix(pgErr.Code, "28"), // a login refused (password changed, role dropped)
+			pgErr.Code == codeNoDatabase,        // the database is gone
+			pgErr.Code == codeReadOnly:          // a standby, or a primary demoted by a failover
 			return true
 		}
 		return false
 	}
-	var connectErr *pgconn.ConnectError
 	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+	return errors.As(err, &netErr) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err)
 }
 
 // invalid reports errors that mean PostgreSQL refused a value the request
