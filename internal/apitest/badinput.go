@@ -363,6 +363,95 @@ func (s *suite) testBadInput(t *testing.T) {
 		checkStillServing(t, c)
 	})
 
+	t.Run("oversized headers and URLs are answered 431 and 414 to clients still sending", func(t *testing.T) {
+		// A client that writes its whole request before reading (Python's
+		// http.client, Node's fetch) must get the answer, not a reset:
+		// the broker reads and discards what is still coming, then closes.
+		t.Parallel()
+		c := s.server(t)
+		many := strings.Repeat("X-A: b\r\n", 10000)
+		for _, tc := range []struct {
+			name, req string
+			status    int
+		}{
+			{"100 KB token", "GET /api/v1/resources/queues HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + strings.Repeat("a", 100<<10) + "\r\n\r\n", 431},
+			{"10,000 small headers", "GET /health HTTP/1.1\r\nHost: x\r\n" + many + "\r\n", 431},
+			{"1 MB header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("h", 1<<20) + "\r\n\r\n", 431},
+			{"100 KB URL", "GET /health?x=" + strings.Repeat("u", 100<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
+		} {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := io.WriteString(conn, tc.req); err != nil {
+				t.Errorf("%s: writing the whole request: %v (the broker reset the connection)", tc.name, err)
+				conn.Close()
+				continue
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Errorf("%s: reading the answer after the whole request: %v", tc.name, err)
+			} else if resp.StatusCode != tc.status {
+				t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.status)
+			}
+			conn.Close()
+		}
+		// Go's own client, which reads while it writes.
+		req, _ := http.NewRequest("GET", c.base+"/health", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.Repeat("a", 100<<10))
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 431 {
+			t.Errorf("net/http client, 100 KB token: %v %v, want 431", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		if resp, err := http.Get(c.base + "/health?x=" + strings.Repeat("u", 100<<10)); err != nil || resp.StatusCode != 414 {
+			t.Errorf("net/http client, 100 KB URL: %v %v, want 414", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		checkStillServing(t, c)
+	})
+
+	t.Run("a slow client cannot hold a refused connection open", func(t *testing.T) {
+		t.Parallel()
+		c := s.server(t)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("h", 100<<10)); err != nil {
+			t.Fatal(err)
+		}
+		// Keep trickling a byte every 50 ms: the discard is bounded in
+		// time, so the broker closes anyway (within its 5 s bound, plus
+		// net/http's half a second before it).
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			_, _ = io.Copy(io.Discard, conn)
+		}()
+		start := time.Now()
+		for {
+			select {
+			case <-closed:
+				if d := time.Since(start); d > 15*time.Second {
+					t.Fatalf("the connection closed after %v", d)
+				}
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := conn.Write([]byte("h")); err != nil {
+				<-closed
+				return
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("a client trickling bytes after a 431 held the connection for 20 s")
+			}
+		}
+	})
+
 	t.Run("HTTP/1.0 is served", func(t *testing.T) {
 		t.Parallel()
 		c := s.server(t)

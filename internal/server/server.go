@@ -283,6 +283,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	ln = netutil.LimitListener(ln, s.maxConns)
 	if s.certs != nil {
 		ln = tls.NewListener(ln, s.http.TLSConfig.Clone())
+	} else {
+		// Plain HTTP only: net/http serves TLS from a *tls.Conn itself.
+		ln = lingerListener{ln}
 	}
 	// Above TLS: a connection handed back after a parked long poll is
 	// served again without a second handshake.
