@@ -74,6 +74,15 @@ func unavailable(err error) bool {
 		pgconn.SafeToRetry(err)
 }
 
+// refusedAtStart reports a server's refusal to let us in (a login refused,
+// a database that does not exist): at start-up that is a configuration
+// waiting cannot fix, so Open stops; once running, the same refusal (a
+// password rotated, the database dropped) is an outage like any other.
+func refusedAtStart(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "28") || pgErr.Code == codeNoDatabase)
+}
+
 // invalid reports errors that mean PostgreSQL refused a value the request
 // carried: a data exception (class 22: a NUL byte or invalid UTF-8 in text,
 // a value out of range) or a program limit (54000: an index row too large,

@@ -73,3 +73,25 @@ func TestUnavailableConnectRefusals(t *testing.T) {
 		}
 	}
 }
+
+// At start-up the same refusals are a configuration waiting cannot fix:
+// Open stops instead of opening a store that waits forever.
+func TestOpenStopsOnRefusedLogin(t *testing.T) {
+	base, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := *base
+	gone.Path = "/queen_no_such_database_i23"
+	nobody := *base
+	nobody.User = url.UserPassword("queen_no_such_role_i23", "x")
+	for name, u := range map[string]string{"database does not exist": gone.String(), "login refused": nobody.String()} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		st, err := Open(ctx, Config{URL: u})
+		cancel()
+		if err == nil {
+			st.Close()
+			t.Errorf("%s: Open succeeded, want it to stop", name)
+		}
+	}
+}

@@ -129,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	log := cfg.Logger.With("component", "postgres", "schema", cfg.Schema)
 	migrateErr := migrate(ctx, pool, cfg.Schema, log)
-	if migrateErr != nil && !errors.Is(migrateErr, store.ErrUnavailable) {
+	if migrateErr != nil && (!errors.Is(migrateErr, store.ErrUnavailable) || refusedAtStart(migrateErr)) {
 		pool.Close()
 		return nil, migrateErr
 	}
