@@ -11,6 +11,7 @@ import (
 
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/lane"
+	"github.com/queen-go/queen/internal/store/retain"
 )
 
 // The retention, eviction and idle-partition sweeps (store.RetentionStore).
@@ -20,11 +21,13 @@ import (
 // ids and removes at most its limit of rows. A partition with nothing to
 // remove is only read; one with something is locked like a push locks it
 // (its row first, then its lanes), so a sweep and a push wait for each
-// other at most one step and never deadlock. The lane rules are package
-// lane's (Drop, Evict).
+// other at most one step and never deadlock. What a step decides is package
+// retain's (the window, the cutoffs, the prefix it takes), the lane rules
+// package lane's (Drop, Evict); this file holds the rows, locks and SQL.
 
-// sweepWindow is how many partition ids one step looks at, at most.
-const sweepWindow = 1024
+// sweepFilters select the partitions of each kind of sweep.
+var sweepFilters = retain.Filters{Expired: sqlSweepFilterExpired, Completed: sqlSweepFilterCompleted,
+	Eviction: sqlSweepFilterEviction}
 
 const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
@@ -91,25 +94,15 @@ const (
 
 // RetentionSweep runs one step of a sweep in one transaction.
 func (s *Store) RetentionSweep(ctx context.Context, p *store.RetentionSweepParams) (*store.RetentionResult, error) {
-	var filter string
-	switch p.Kind {
-	case store.RetentionExpired:
-		filter = sqlSweepFilterExpired
-	case store.RetentionCompleted:
-		filter = sqlSweepFilterCompleted
-	case store.RetentionEviction:
-		filter = sqlSweepFilterEviction
-	default:
-		return nil, fmt.Errorf("retention sweep: unknown kind %q", p.Kind)
+	filter, err := sweepFilters.For(p.Kind)
+	if err != nil {
+		return nil, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit := retain.Limit(p.Limit)
 	out := &store.RetentionResult{}
 	start := time.Now()
 	defer func() { out.Took = time.Since(start) }()
-	err := s.inRelaxedTx(ctx, "retention sweep", func(t *txn) error {
+	err = s.inRelaxedTx(ctx, "retention sweep", func(t *txn) error {
 		*out = store.RetentionResult{} // a retried transaction starts over
 		sw := &sweep{txn: t, kind: p.Kind, nowMs: p.Now.UnixMilli(), budget: limit, w: &laneWrites{},
 			history: make(map[queueName]int)}
@@ -149,15 +142,24 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 	if err := sw.tx.QueryRow(sw.ctx, sqlSweepMaxPartition).Scan(&maxID); err != nil {
 		return fmt.Errorf("retention sweep: %w", err)
 	}
-	from := max(p.From, 1)
-	if from > maxID {
-		return nil // swept everything
+	w := retain.Walk[sweepPartition]{From: p.From, MaxID: maxID,
+		List: func(from, end int64) ([]sweepPartition, error) {
+			return sw.partitions(sqlSweepPartitions+filter, from, end, p.Tenant)
+		},
+		ID:    func(sp sweepPartition) int64 { return sp.id },
+		Spent: func() bool { return sw.budget <= 0 },
+		Visit: sw.partition,
 	}
-	end := from + sweepWindow
+	var err error
+	out.Next, err = w.Run()
+	return err
+}
+
+func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]sweepPartition, error) {
 	var parts []sweepPartition
 	var sp sweepPartition
 	var opts []byte
-	rows, _ := sw.tx.Query(sw.ctx, sqlSweepPartitions+filter, from, end, p.Tenant)
+	rows, _ := sw.tx.Query(sw.ctx, query, from, end, tenant)
 	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.cleared, &sp.queue.tenant, &sp.queue.name, &opts},
 		func() error {
 			o, err := store.DecodeQueueOptions(opts)
@@ -169,39 +171,19 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 			return nil
 		})
 	if err != nil {
-		return fmt.Errorf("retention sweep: list partitions: %w", err)
+		return nil, fmt.Errorf("retention sweep: list partitions: %w", err)
 	}
-	for _, sp := range parts {
-		if sw.budget <= 0 {
-			out.Next = sp.id // the budget ran out: the next step starts here
-			return nil
-		}
-		more, err := sw.partition(sp)
-		if err != nil {
-			return err
-		}
-		if more {
-			out.Next = sp.id // not finished: the next step starts here
-			return nil
-		}
-	}
-	if end <= maxID {
-		out.Next = end
-	}
-	return nil
+	return parts, nil
 }
 
 // partition runs the sweep on one partition within the step's budget and
 // reports whether the partition has more to remove.
 func (sw *sweep) partition(sp sweepPartition) (bool, error) {
-	switch sw.kind {
-	case store.RetentionExpired:
-		return sw.expire(sp, sw.nowMs-int64(sp.opts.RetentionSeconds)*1000, false)
-	case store.RetentionCompleted:
-		return sw.expire(sp, sw.nowMs-int64(sp.opts.CompletedRetentionSeconds)*1000, true)
-	default:
-		return sw.evict(sp, sw.nowMs-int64(sp.opts.MaxWaitTimeSeconds)*1000)
+	cutoff := retain.Cutoff(sw.kind, &sp.opts, sw.nowMs)
+	if sw.kind == store.RetentionEviction {
+		return sw.evict(sp, cutoff)
 	}
+	return sw.expire(sp, cutoff, sw.kind == store.RetentionCompleted)
 }
 
 // laneRow is a lane a sweep visits.
@@ -247,27 +229,21 @@ func (sw *sweep) lock(sp *sweepPartition) (int64, error) {
 func (sw *sweep) old(pid, after, cutoff, through int64, n int) ([]int64, bool, error) {
 	rows, _ := sw.tx.Query(sw.ctx, sqlSweepHead, pid, after, n+1)
 	defer rows.Close()
-	var offs []int64
-	more := false
+	pf := retain.Prefix{Cutoff: cutoff, Through: through, N: n}
 	for rows.Next() {
 		var seq, createdAt int64
 		if err := rows.Scan(&seq, &createdAt); err != nil {
 			return nil, false, err
 		}
-		if createdAt >= cutoff || (through > 0 && seq > through) {
-			break // the prefix ends here
-		}
-		if len(offs) == n {
-			more = true
+		if !pf.Add(seq, createdAt) {
 			break
 		}
-		offs = append(offs, seq)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("retention sweep: read messages: %w", err)
 	}
-	return offs, more, nil
+	return pf.Offsets, pf.More, nil
 }
 
 // slowest returns the lowest cursor of lanes (0 when there are none).
@@ -438,10 +414,7 @@ func (sw *sweep) record(now time.Time) error {
 // RetentionPartitions deletes idle, empty partitions of one window of ids
 // in one transaction.
 func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionPartitionsParams) (*store.RetentionResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit := retain.Limit(p.Limit)
 	out := &store.RetentionResult{}
 	start := time.Now()
 	defer func() { out.Took = time.Since(start) }()
@@ -455,7 +428,7 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 		if from > maxID {
 			return nil
 		}
-		end := from + sweepWindow
+		end := from + retain.Window
 		rows, _ := t.tx.Query(t.ctx, sqlIdlePartitionsDelete, from, end, p.Tenant, p.IdleSince.UnixMilli(), limit)
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
@@ -472,23 +445,10 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 			t.learn(func(c *cache) { c.reset() }) // cached partition rows may be gone
 		}
 		out.Removed = len(ids)
-		switch {
-		case len(ids) == limit:
-			out.Next = slicesMax(ids) + 1
-		case end <= maxID:
-			out.Next = end
-		}
+		out.Next = retain.IdleNext(ids, limit, end, maxID)
 		return nil
 	})
 	return out, err
-}
-
-func slicesMax(ids []int64) int64 {
-	m := ids[0]
-	for _, id := range ids[1:] {
-		m = max(m, id)
-	}
-	return m
 }
 
 // RetentionHistory reads the history.

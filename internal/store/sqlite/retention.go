@@ -11,17 +11,20 @@ import (
 
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/lane"
+	"github.com/queen-go/queen/internal/store/retain"
 )
 
 // The retention, eviction and idle-partition sweeps (store.RetentionStore).
 // Each step is one writer job that looks at a window of partition ids and
 // removes at most its limit of rows, so that pushes and pops queued behind it
 // wait for one short job (the broker's sweep services size the steps like
-// package purge does). The lane rules are package lane's (Drop, Evict).
+// package purge does). What a step decides is package retain's (the window,
+// the cutoffs, the prefix it takes), the lane rules package lane's (Drop,
+// Evict); this file holds the rows and the SQL.
 
-// sweepWindow is how many partition ids one step looks at, at most: it
-// bounds the step's reads whatever the number of partitions.
-const sweepWindow = 1024
+// sweepFilters select the partitions of each kind of sweep.
+var sweepFilters = retain.Filters{Expired: sqlSweepFilterExpired, Completed: sqlSweepFilterCompleted,
+	Eviction: sqlSweepFilterEviction}
 
 const (
 	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
@@ -82,23 +85,13 @@ const (
 
 // RetentionSweep runs one step of a sweep in one writer job.
 func (s *Store) RetentionSweep(ctx context.Context, p *store.RetentionSweepParams) (*store.RetentionResult, error) {
-	var filter string
-	switch p.Kind {
-	case store.RetentionExpired:
-		filter = sqlSweepFilterExpired
-	case store.RetentionCompleted:
-		filter = sqlSweepFilterCompleted
-	case store.RetentionEviction:
-		filter = sqlSweepFilterEviction
-	default:
-		return nil, fmt.Errorf("retention sweep: unknown kind %q", p.Kind)
+	filter, err := sweepFilters.For(p.Kind)
+	if err != nil {
+		return nil, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit := retain.Limit(p.Limit)
 	out := &store.RetentionResult{}
-	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+	err = s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		start := time.Now()
 		defer func() { out.Took = time.Since(start) }()
 		*out = store.RetentionResult{}
@@ -136,33 +129,17 @@ func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.Re
 	if err := sw.tx.QueryRowContext(sw.ctx, sqlSweepMaxPartition).Scan(&maxID); err != nil {
 		return fmt.Errorf("retention sweep: %w", err)
 	}
-	from := max(p.From, 1)
-	if from > maxID {
-		return nil // swept everything
+	w := retain.Walk[sweepPartition]{From: p.From, MaxID: maxID,
+		List: func(from, end int64) ([]sweepPartition, error) {
+			return sw.partitions(sqlSweepPartitions+filter, from, end, p.Tenant)
+		},
+		ID:    func(sp sweepPartition) int64 { return sp.id },
+		Spent: func() bool { return sw.budget <= 0 },
+		Visit: sw.partition,
 	}
-	end := from + sweepWindow
-	parts, err := sw.partitions(sqlSweepPartitions+filter, from, end, p.Tenant)
-	if err != nil {
-		return err
-	}
-	for _, sp := range parts {
-		if sw.budget <= 0 {
-			out.Next = sp.id // the budget ran out: the next step starts here
-			return nil
-		}
-		more, err := sw.partition(sp)
-		if err != nil {
-			return err
-		}
-		if more {
-			out.Next = sp.id // not finished: the next step starts here
-			return nil
-		}
-	}
-	if end <= maxID {
-		out.Next = end
-	}
-	return nil
+	var err error
+	out.Next, err = w.Run()
+	return err
 }
 
 func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]sweepPartition, error) {
@@ -189,14 +166,11 @@ func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]swe
 // partition runs the sweep on one partition within the step's budget and
 // reports whether the partition has more to remove.
 func (sw *sweep) partition(sp sweepPartition) (bool, error) {
-	switch sw.kind {
-	case store.RetentionExpired:
-		return sw.expire(sp, sw.nowMs-int64(sp.opts.RetentionSeconds)*1000, false)
-	case store.RetentionCompleted:
-		return sw.expire(sp, sw.nowMs-int64(sp.opts.CompletedRetentionSeconds)*1000, true)
-	default:
-		return sw.evict(sp, sw.nowMs-int64(sp.opts.MaxWaitTimeSeconds)*1000)
+	cutoff := retain.Cutoff(sw.kind, &sp.opts, sw.nowMs)
+	if sw.kind == store.RetentionEviction {
+		return sw.evict(sp, cutoff)
 	}
+	return sw.expire(sp, cutoff, sw.kind == store.RetentionCompleted)
 }
 
 // laneRow is a lane a sweep visits.
@@ -234,21 +208,17 @@ func (sw *sweep) old(pid, after, cutoff, through int64, n int) ([]int64, bool, e
 		return nil, false, fmt.Errorf("retention sweep: read messages: %w", err)
 	}
 	defer rows.Close()
-	var offs []int64
+	pf := retain.Prefix{Cutoff: cutoff, Through: through, N: n}
 	for rows.Next() {
 		var seq, createdAt int64
 		if err := rows.Scan(&seq, &createdAt); err != nil {
 			return nil, false, err
 		}
-		if createdAt >= cutoff || (through > 0 && seq > through) {
-			return offs, false, rows.Err() // the prefix ends here
+		if !pf.Add(seq, createdAt) {
+			break
 		}
-		if len(offs) == n {
-			return offs, true, rows.Err()
-		}
-		offs = append(offs, seq)
 	}
-	return offs, false, rows.Err()
+	return pf.Offsets, pf.More, rows.Err()
 }
 
 // expire deletes the prefix of the partition created before cutoff; with
@@ -394,10 +364,7 @@ func (sw *sweep) record(now time.Time) error {
 // RetentionPartitions deletes idle, empty partitions of one window of ids
 // in one writer job.
 func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionPartitionsParams) (*store.RetentionResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit := retain.Limit(p.Limit)
 	out := &store.RetentionResult{}
 	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
 		start := time.Now()
@@ -412,7 +379,7 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 		if from > maxID {
 			return nil
 		}
-		end := from + sweepWindow
+		end := from + retain.Window
 		rows, err := tx.QueryContext(t.ctx, sqlIdlePartitions, from, end, p.Tenant, p.IdleSince.UnixMilli(), limit)
 		if err != nil {
 			return fmt.Errorf("partition cleanup: %w", err)
@@ -441,12 +408,7 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 			t.cache.reset() // cached partition rows may be gone
 		}
 		out.Removed = len(ids)
-		switch {
-		case len(ids) == limit:
-			out.Next = ids[len(ids)-1] + 1
-		case end <= maxID:
-			out.Next = end
-		}
+		out.Next = retain.IdleNext(ids, limit, end, maxID)
 		return nil
 	})
 	return out, err
