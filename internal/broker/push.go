@@ -77,19 +77,34 @@ func (b *Broker) Push(ctx context.Context, c Caller, items []store.PushItem) ([]
 }
 
 // prepareItems applies defaults and mints ids in place.
-func prepareItems(items []store.PushItem, c Caller) {
-	tenant := c.tenant()
+func prepareItems(items []store.PushItem, c Caller) { prepare(items, c.tenant(), c.Subject, false) }
+
+// PrepareEmitted prepares in place the items a stream cycle emits exactly
+// as a push prepares its items, but keeps a messageId an item carries
+// (Queen's SDK orders a window's emissions by them).
+func PrepareEmitted(items []store.PushItem, tenant, subject string) {
+	prepare(items, tenant, subject, true)
+}
+
+// prepare sets the defaults of items to be pushed and mints their ids: the
+// tenant, the caller as producer, the Default partition, a UUIDv7
+// transactionId (marked minted, so that the store skips its duplicate
+// probe: a new id cannot repeat a stored one), a UUIDv7 messageId (unless
+// keepIDs and the item has one), and a new queue's namespace and task from
+// its name.
+func prepare(items []store.PushItem, tenant, subject string, keepIDs bool) {
 	for i := range items {
 		it := &items[i]
-		it.Tenant = tenant
+		it.Tenant, it.ProducerSub = tenant, subject
 		if it.Partition == "" {
 			it.Partition = store.DefaultPartition
 		}
 		if it.TransactionID == "" {
 			it.TransactionID, it.MintedTxn = newID(), true
 		}
-		it.MessageID = newID()
-		it.ProducerSub = c.Subject
+		if !keepIDs || it.MessageID == "" {
+			it.MessageID = newID()
+		}
 		if it.Namespace == "" && it.Task == "" {
 			it.Namespace, it.Task = DeriveNamespaceTask(it.Queue)
 		}

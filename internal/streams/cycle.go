@@ -7,8 +7,6 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/google/uuid"
-
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -93,7 +91,7 @@ func (s *Streams) Cycle(ctx context.Context, c broker.Caller, cy *Cycle) (*Cycle
 			op.WindowEnd = WindowEnd(op.Value)
 		}
 	}
-	prepare(cy.Pushes, c.Subject, tenant)
+	broker.PrepareEmitted(cy.Pushes, tenant, c.Subject)
 	if s.seal != nil && len(cy.Pushes) > 0 {
 		// Encryption at rest: a sink queue that encrypts its payloads gets
 		// them sealed, or the cycle fails (nothing is stored in plaintext).
@@ -173,32 +171,6 @@ func (s *Streams) countAck(a *store.StreamAckResult) {
 	}
 	s.metrics.Acks.WithLabelValues(result).Inc()
 }
-
-// prepare sets the defaults of the items a cycle pushes and mints their
-// ids as the broker does for a push: the tenant, the caller as producer,
-// the Default partition, a UUIDv7 transactionId, and a UUIDv7 messageId
-// unless the client chose one (Queen's SDK orders a window's emissions by
-// them), and a new queue's namespace and task from its name.
-func prepare(items []store.PushItem, subject, tenant string) {
-	for i := range items {
-		it := &items[i]
-		it.Tenant, it.ProducerSub = tenant, subject
-		if it.Partition == "" {
-			it.Partition = store.DefaultPartition
-		}
-		if it.TransactionID == "" {
-			it.TransactionID = newID()
-		}
-		if it.MessageID == "" {
-			it.MessageID = newID()
-		}
-		if it.Namespace == "" && it.Task == "" {
-			it.Namespace, it.Task = broker.DeriveNamespaceTask(it.Queue)
-		}
-	}
-}
-
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // WindowEnd returns the numeric "windowEnd" of a JSON object, which
 // ripe_at_or_before compares, or nil when the value is not an object or
