@@ -413,6 +413,33 @@ func (s *suite) testBadInput(t *testing.T) {
 		checkStillServing(t, c)
 	})
 
+	t.Run("names . and .. are refused everywhere, push included", func(t *testing.T) {
+		// What push accepts, every route must reach: a "." or ".."
+		// partition could never be named in a path, so no route accepts
+		// one, and push refuses it with a 400 naming the field.
+		t.Parallel()
+		c := s.server(t)
+		q := uniq("dots")
+		for _, name := range []string{".", ".."} {
+			for _, tc := range []struct {
+				method, path string
+				body         any
+				prefix       string
+			}{
+				{"POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": q, "partition": name, "payload": 1}}},
+					`bad body: items[0].partition cannot be "` + name + `"`},
+				{"POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": name, "payload": 1}}},
+					`bad body: items[0].queue cannot be "` + name + `"`},
+				{"POST", "/api/v1/configure", map[string]any{"queue": name}, `bad body: queue cannot be "` + name + `"`},
+				{"GET", "/api/v1/pop/queue/" + q + "?wait=false&consumerGroup=" + name, nil, `bad query: consumerGroup cannot be "` + name + `"`},
+				{"GET", "/api/v1/pop/queue/" + q + "/partition/" + strings.ReplaceAll(name, ".", "%2E") + "?wait=false", nil, "bad path: "},
+			} {
+				wantPlainError(t, c.do(t, tc.method, tc.path, tc.body), http.StatusBadRequest, tc.prefix)
+			}
+		}
+		c.popNone(t, queuePath(q)+"?wait=false")
+	})
+
 	t.Run("a slow client cannot hold a refused connection open", func(t *testing.T) {
 		t.Parallel()
 		c := s.server(t)
