@@ -19,6 +19,14 @@ QUEEN_TEST_DATABASE_URL is not set. To run them too:
     bash scripts/test.sh
 NOTE
 fi
+if [ "${QUEEN_REQUIRE_BROWSER:-}" != 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  cat >&2 <<'NOTE'
+
+skipped: the dashboard's browser tests (TestBrowserViews and TestBrowserSignIn in internal/dashboard), because
+chromium is not on PATH. To run them too: apt-get install -y chromium. They write a screenshot of every view to
+$QUEEN_DASHBOARD_SCREENSHOTS (default /tmp/queen-dashboard-screenshots).
+NOTE
+fi
 if [ -z "${QUEEN_LATENCY_TESTS:-}" ]; then
   cat >&2 <<'NOTE'
 
