@@ -107,4 +107,70 @@ func (s *suite) testOperatorRoutesTenancyOff(t *testing.T) {
 func (s *suite) testSecurity(t *testing.T) {
 	t.Run("OperatorRoutes", s.testOperatorRoutes)
 	t.Run("OperatorRoutesTenancyOff", s.testOperatorRoutesTenancyOff)
+	t.Run("CrossSite", s.testCrossSite)
+}
+
+// testCrossSite: with authentication off, a page of another origin cannot
+// drive the broker: a forged POST is refused before it acts (a text/plain
+// push, maintenance, a configure), while curl-style requests (no Origin),
+// a listed origin sending JSON and the broker's own origin pass.
+func (s *suite) testCrossSite(t *testing.T) {
+	const dash, evil = "https://dash.example.com", "https://evil.example"
+	listed := s.serverWith(t, server.Config{Version: "0.0.0-apitest", CORSAllowOrigins: []string{dash}})
+	off := s.server(t)
+	refusedOrigin := func(o string) string {
+		return `cross-origin request refused: Origin "` + o + `" is neither this broker's nor allowed by CORS_ALLOW_ORIGIN`
+	}
+	const notJSON = `browser request refused: Content-Type "text/plain" is not JSON (send application/json)`
+	for name, c := range map[string]*client{"CORS listed": listed, "CORS off": off} {
+		t.Run(name, func(t *testing.T) {
+			q := uniq("victim")
+			forged := c.with("Origin", evil, "Content-Type", "text/plain")
+			for _, rq := range []struct {
+				path string
+				body any
+			}{
+				{"/api/v1/push", pushBody(q)},
+				{"/api/v1/system/maintenance", map[string]any{"enabled": true}},
+				{"/api/v1/configure", map[string]any{"queue": q, "options": map[string]any{"retentionEnabled": true, "retentionSeconds": 1}}},
+			} {
+				if msg := wantPlainError(t, forged.do(t, "POST", rq.path, rq.body), http.StatusForbidden, ""); msg != refusedOrigin(evil) {
+					t.Fatalf("forged POST %s: %q", rq.path, msg)
+				}
+			}
+			if msg := wantPlainError(t, c.with("Origin", "null").do(t, "POST", "/api/v1/push", pushBody(q)),
+				http.StatusForbidden, ""); msg != refusedOrigin("null") {
+				t.Fatalf("POST from a null origin: %q", msg)
+			}
+			// Nothing happened: the queue is empty, maintenance is off.
+			c.popNone(t, queuePath(q))
+			var m map[string]any
+			wantJSON(t, c.do(t, "GET", "/api/v1/system/maintenance", nil), http.StatusOK, &m)
+			if m["maintenanceMode"] == true {
+				t.Fatalf("maintenance switched on by a forged request: %v", m)
+			}
+			// curl and the SDKs send no Origin: text/plain stays accepted (Queen's rule).
+			wantStatus(t, c.with("Content-Type", "text/plain").do(t, "POST", "/api/v1/push", pushBody(q)), http.StatusCreated)
+			// The broker's own origin (the dashboard) passes.
+			own := c.with("Origin", c.base)
+			wantStatus(t, own.do(t, "POST", "/api/v1/push", pushBody(q)), http.StatusCreated)
+			if msg := wantPlainError(t, own.with("Content-Type", "text/plain").do(t, "POST", "/api/v1/push", pushBody(q)),
+				http.StatusForbidden, ""); msg != notJSON {
+				t.Fatalf("same-origin text/plain: %q", msg)
+			}
+			// Reads are not refused (CORS decides whether the page may read them).
+			wantStatus(t, c.with("Origin", evil).do(t, "GET", "/api/v1/resources/queues", nil), http.StatusOK)
+		})
+	}
+	t.Run("listed origin", func(t *testing.T) {
+		q := uniq("dash")
+		d := listed.with("Origin", dash)
+		wantStatus(t, d.do(t, "POST", "/api/v1/push", pushBody(q)), http.StatusCreated)
+		wantStatus(t, d.with("Content-Type", "application/json; charset=utf-8").do(t, "POST", "/api/v1/push", pushBody(q)),
+			http.StatusCreated)
+		if msg := wantPlainError(t, d.with("Content-Type", "text/plain").do(t, "POST", "/api/v1/push", pushBody(q)),
+			http.StatusForbidden, ""); msg != notJSON {
+			t.Fatalf("listed origin, text/plain: %q", msg)
+		}
+	})
 }

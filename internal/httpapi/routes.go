@@ -189,9 +189,15 @@ func (a *adapter) router() http.Handler {
 		preflight = a.serve(Route{RouteInfo{Access: AccessPublic, Name: corsPreflightName, Scope: ScopeProcess},
 			a.cors.preflight})
 	}
+	refused := a.serve(Route{RouteInfo{Access: AccessPublic, Name: crossSiteName, Scope: ScopeProcess},
+		a.cors.refuseCrossSite})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.cors != nil && a.cors.handle(w, r) {
 			preflight.ServeHTTP(w, r)
+			return
+		}
+		if crossSite(a.cors, r) != "" { // a page forging a request: before any route, auth included
+			refused.ServeHTTP(w, r)
 			return
 		}
 		// ServeMux answers a path that is not clean (a "." or ".." segment,
