@@ -25,23 +25,21 @@ var update = flag.Bool("update", false, "rewrite the golden files of the client 
 func verb(t *testing.T, ctx context.Context, env map[string]string, stdin string, args ...string) (string, int) {
 	t.Helper()
 	var out syncBuffer
-	return runVerb(t, ctx, env, stdin, &out, args...), 0 + lastCode
+	return runVerb(t, ctx, env, stdin, &out, args...)
 }
 
-var lastCode int
-
-func runVerb(t *testing.T, ctx context.Context, env map[string]string, stdin string, out *syncBuffer, args ...string) string {
+func runVerb(t *testing.T, ctx context.Context, env map[string]string, stdin string, out *syncBuffer, args ...string) (string, int) {
 	t.Helper()
 	var errOut bytes.Buffer
 	root := newCommand(func(k string) string { return env[k] }, out, &errOut)
 	root.SetArgs(args)
 	ctx = context.WithValue(ctx, stdinKey{}, strings.NewReader(stdin))
 	err := root.ExecuteContext(ctx)
-	lastCode = exitCode(err)
-	if err != nil && lastCode == exitError {
+	code := exitCode(err)
+	if err != nil && code == exitError {
 		t.Logf("queen %s: %v", strings.Join(args, " "), err)
 	}
-	return out.String()
+	return out.String(), code
 }
 
 var (
@@ -106,18 +104,17 @@ func TestClientVerbs(t *testing.T) {
 			// Tail follows for group g and acknowledges as it goes.
 			tctx, cancel := context.WithCancel(ctx)
 			var tailOut syncBuffer
-			done := make(chan struct{})
+			done := make(chan int)
 			go func() {
-				defer close(done)
-				runVerb(t, tctx, env, "", &tailOut, "tail", "orders", "--group", "g")
+				_, code := runVerb(t, tctx, env, "", &tailOut, "tail", "orders", "--group", "g")
+				done <- code
 			}()
 			waitFor(t, func() bool { return strings.Count(tailOut.String(), "\n") >= 2 })
 			verb(t, ctx, env, "", "push", "orders", `{"order":4}`)
 			waitFor(t, func() bool { return strings.Count(tailOut.String(), "\n") >= 3 })
 			cancel()
-			<-done
-			if lastCode != 0 {
-				t.Errorf("tail ended with exit %d", lastCode)
+			if code := <-done; code != 0 {
+				t.Errorf("tail ended with exit %d", code)
 			}
 			lines := strings.Split(strings.TrimSpace(tailOut.String()), "\n")
 			sort.Strings(lines) // the partitions' batches arrive in either order
