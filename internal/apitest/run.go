@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Configure", s.testConfigure},
 		{"Maintenance", s.testMaintenance},
 		{"SharedState", s.testSharedState}, // sharedstate.go
+		{"Migration", s.testMigration},     // migration.go
 		{"Resources", s.testResources},
 		{"GroupAdmin", s.testGroupAdmin},
 		{"Messages", s.testMessages},

@@ -64,6 +64,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// Metrics counts requests per route name; nil creates a private set.
 	Metrics *metrics.Metrics
+	// Migration serves the migration routes (internal/transfer); nil
+	// answers them 503.
+	Migration Migration
 	// Streams serves Queen's stream routes (/streams/v1) and the stream
 	// queries of the control plane.
 	Streams *streams.Streams
@@ -214,6 +217,7 @@ func (a *adapter) groups(cfg Config) []Group {
 		&statusRoutes{control: cfg.Control},
 		&maintenanceRoutes{broker: cfg.Broker},
 		&sharedStateRoutes{broker: cfg.Broker},
+		&migrationRoutes{migration: cfg.Migration},
 		probeRoutes{},
 		&identityRoutes{a: a},
 		&messageControlRoutes{control: cfg.Control},

@@ -94,6 +94,8 @@ func TestOpenAPIDescribesAnswers(t *testing.T) {
 	c.want(200, "POST", "/internal/api/notify", `{"queue":"`+q+`","partition":"p1"}`)
 	c.want(400, "POST", "/internal/api/notify", `{}`)
 	c.want(400, "POST", "/internal/api/notify", `{`)
+	c.want(400, "POST", "/api/v1/migration/test-connection", `{"host":"127.0.0.1"}`)
+	c.want(400, "POST", "/api/v1/migration/test-connection", `{"host":"h","database":"d","user":"u","port":true}`)
 
 	c.want(200, "GET", "/health", "")
 	c.want(200, "GET", "/metrics", "")

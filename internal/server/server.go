@@ -35,6 +35,7 @@ import (
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/streams"
 	"github.com/queen-go/queen/internal/timers"
+	"github.com/queen-go/queen/internal/transfer"
 )
 
 // Defaults of the HTTP limits (Config fields left zero).
@@ -201,7 +202,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	handler := httpapi.New(httpapi.Config{
 		KV: kvs, Timers: tms, Ephemeral: eph, RateLimit: ratelimit.New(cfg.RateLimit),
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
-		Metrics: m, Streams: sx, Version: cfg.Version,
+		Metrics: m, Streams: sx, Version: cfg.Version, Migration: transfer.Service{},
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
