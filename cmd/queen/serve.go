@@ -127,10 +127,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (store
 
 // servePprof serves net/http/pprof on its own listener, only when
 // QUEEN_PPROF_ADDR asks for it, so profiles never share the API's port.
+// There is no /debug/pprof/cmdline: the command line may carry secrets
+// (--jwt-secret, --api-tokens, --encryption-key, --pg-password).
 func servePprof(addr string, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -515,3 +515,43 @@ func BenchmarkVerify(b *testing.B) {
 		})
 	}
 }
+
+// TestJWKSRedirects: the JWKS fetch follows a redirect on the same host
+// only, never to another host (whose keys would then sign admin tokens).
+func TestJWKSRedirects(t *testing.T) {
+	keys := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/jwks", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"keys":[]}`))
+	}))
+	defer keys.Close()
+	// 127.0.0.1 and localhost are different hosts to the redirect policy.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(keys.URL, "127.0.0.1", "localhost", 1)+"/jwks", http.StatusFound)
+	}))
+	defer evil.Close()
+	for _, tc := range []struct {
+		url  string
+		want string // "" fetches
+	}{
+		{keys.URL + "/moved", ""},
+		{evil.URL + "/jwks", "redirect to another host"},
+	} {
+		j, err := newJWKS(Config{JWKSURL: tc.url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = j.fetch(context.Background())
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("fetch %s: %v, want %q", tc.url, err, tc.want)
+		}
+	}
+	req := func(u string) *http.Request { r, _ := http.NewRequest("GET", u, nil); return r }
+	if err := jwksRedirect(req("http://idp.example/jwks"), []*http.Request{req("https://idp.example/jwks")}); err == nil ||
+		!strings.Contains(err.Error(), "https to http") {
+		t.Errorf("https to http: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,26 @@ type jwks struct {
 	lastRefetch time.Time     // start of the last fetch an unknown kid caused
 }
 
+// maxJWKSRedirects is how many redirects a JWKS fetch follows.
+const maxJWKSRedirects = 3
+
+// jwksRedirect is the JWKS client's redirect policy: a redirect is followed
+// only to the same host and never from https down to http, so that whoever
+// answers the configured URL cannot send the broker to keys served
+// elsewhere, or over a connection a man in the middle can rewrite.
+func jwksRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	switch {
+	case len(via) > maxJWKSRedirects:
+		return fmt.Errorf("JWT_JWKS_URL: more than %d redirects", maxJWKSRedirects)
+	case !strings.EqualFold(req.URL.Host, first.Host):
+		return fmt.Errorf("JWT_JWKS_URL: redirect to another host (%s) refused", req.URL.Host)
+	case first.Scheme == "https" && req.URL.Scheme != "https":
+		return errors.New("JWT_JWKS_URL: redirect from https to http refused")
+	}
+	return nil
+}
+
 // jwk is one cached key.
 type jwk struct {
 	alg string // the JWK's alg, "" if it names none
@@ -71,7 +92,7 @@ func newJWKS(cfg Config) (*jwks, error) {
 	}
 	if j.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		j.client = &http.Client{Transport: tr}
+		j.client = &http.Client{Transport: tr, CheckRedirect: jwksRedirect}
 	}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
