@@ -3,20 +3,19 @@ package enginetest_test
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen/internal/apitest"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/enginetest"
 	"github.com/queen-go/queen/internal/store/postgres"
 	"github.com/queen-go/queen/internal/store/storetest"
 )
 
-// Benchmarks of every engine, the driver alone and through HTTP:
+// Benchmarks of every engine's driver alone (no HTTP; those through HTTP
+// are in internal/apitest):
 //
 //	go test -run '^$' -bench 'StorePushMany/postgres' -benchtime 2000x ./internal/store/enginetest/
 
@@ -130,18 +129,4 @@ func BenchmarkStorePopAck(b *testing.B) {
 		}
 		b.ReportMetric(float64(total)/time.Since(start).Seconds(), "msgs/s")
 	})
-}
-
-// BenchmarkHTTPPush pushes over HTTP in batches of 1, 10 and 100.
-func BenchmarkHTTPPush(b *testing.B) {
-	enginetest.RunB(b, func(b *testing.B, e enginetest.Engine) {
-		for _, batch := range []int{1, 10, 100} {
-			b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { apitest.BenchPush(b, e.Store, batch) })
-		}
-	})
-}
-
-// BenchmarkHTTPPopAck pops and acks over HTTP.
-func BenchmarkHTTPPopAck(b *testing.B) {
-	enginetest.RunB(b, func(b *testing.B, e enginetest.Engine) { apitest.BenchPopAck(b, e.Store) })
 }

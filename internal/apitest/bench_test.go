@@ -19,9 +19,9 @@ const (
 	benchPartitions = 16
 )
 
-// BenchPush pushes b.N messages over HTTP in batches of batch from 8
+// benchPush pushes b.N messages over HTTP in batches of batch from 8
 // concurrent producers into one queue of 16 partitions and reports msg/s.
-func BenchPush(b *testing.B, newStore func(b testing.TB) store.Store, batch int) {
+func benchPush(b *testing.B, newStore func(b testing.TB) store.Store, batch int) {
 	if batch < 1 {
 		batch = 1
 	}
@@ -75,10 +75,10 @@ func BenchPush(b *testing.B, newStore func(b testing.TB) store.Store, batch int)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msg/s")
 }
 
-// BenchPopAck pre-pushes b.N messages over 16 partitions (untimed), then 8
+// benchPopAck pre-pushes b.N messages over 16 partitions (untimed), then 8
 // consumers pop batch=100 and ack each batch with one /ack/batch call until
 // all are consumed. It reports msg/s, and dupes and lost as metrics.
-func BenchPopAck(b *testing.B, newStore func(b testing.TB) store.Store) {
+func benchPopAck(b *testing.B, newStore func(b testing.TB) store.Store) {
 	c := newClient(StartServer(b, newStore(b), server.Config{Version: "0.0.0-bench"}))
 	b.Cleanup(c.hc.CloseIdleConnections)
 	q := uniq("bench-popack")

@@ -16,7 +16,7 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// MeasureStatus fills st with one queue of messages spread evenly over
+// measureStatus fills st with one queue of messages spread evenly over
 // partitions (half of them an hour older than the other half; queue mode
 // has read the older half), 99 small queues beside it, and a day of
 // metrics rows as two brokers would have written them (every queue active
@@ -24,7 +24,7 @@ import (
 // and logs its p50 and p95. Every answer must be a 2xx. The point: a route
 // costs what it answers (a page, a window of per-minute rows), never the
 // messages stored.
-func MeasureStatus(t *testing.T, st store.Store, messages, partitions int) {
+func measureStatus(t *testing.T, st store.Store, messages, partitions int) {
 	ctx := context.Background()
 	const q = "big"
 	perPart := max(messages/partitions, 2)

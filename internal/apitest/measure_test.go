@@ -1,21 +1,20 @@
 //go:build !race
 
-package enginetest_test
+package apitest
 
 import (
 	"os"
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen/internal/apitest"
 	"github.com/queen-go/queen/internal/store/enginetest"
 	"github.com/queen-go/queen/internal/store/postgres"
 )
 
-// The measurements (docs/benchmarks.md): they log figures of the machine,
+// The measurements of docs/benchmarks.md: they log figures of the machine,
 // take minutes, and run on request, alone, without the race detector:
 //
-//	QUEEN_CONTROL_BENCH=1 go test -run 'TestControlPlaneLatency/sqlite' -v -timeout 30m ./internal/store/enginetest/
+//	QUEEN_CONTROL_BENCH=1 go test -run 'TestControlPlaneLatency/sqlite' -v -timeout 30m ./internal/apitest/
 
 // measured is the options of a measured store: PostgreSQL with the
 // broker's default pool, as in production.
@@ -26,7 +25,7 @@ var measured = enginetest.Options{PoolSize: postgres.DefaultPoolSize}
 func TestControlPlaneLatency(t *testing.T) {
 	skipUnless(t, "QUEEN_CONTROL_BENCH", "a measurement that fills a queue of 1,000,000 messages")
 	enginetest.Run(t, func(t *testing.T, e enginetest.Engine) {
-		apitest.MeasureControlPlane(t, e.Open(t, enginetest.Options{}).Store, 1_000_000, 10_000)
+		measureControlPlane(t, e.Open(t, enginetest.Options{}).Store, 1_000_000, 10_000)
 	})
 }
 
@@ -36,7 +35,7 @@ func TestControlPlaneLatency(t *testing.T) {
 func TestMessageRoutesLatency(t *testing.T) {
 	skipUnless(t, "QUEEN_CONTROL_BENCH", "a measurement of minutes")
 	enginetest.Run(t, func(t *testing.T, e enginetest.Engine) {
-		apitest.MeasureMessageRoutes(t, e.Open(t, measured).Store, 1_000_000, 10_000)
+		measureMessageRoutes(t, e.Open(t, measured).Store, 1_000_000, 10_000)
 	})
 }
 
@@ -45,7 +44,7 @@ func TestMessageRoutesLatency(t *testing.T) {
 func TestStatusLatency(t *testing.T) {
 	skipUnless(t, "QUEEN_CONTROL_BENCH", "a measurement that fills a queue of 1,000,000 messages")
 	enginetest.Run(t, func(t *testing.T, e enginetest.Engine) {
-		apitest.MeasureStatus(t, e.Open(t, enginetest.Options{}).Store, 1_000_000, 10_000)
+		measureStatus(t, e.Open(t, enginetest.Options{}).Store, 1_000_000, 10_000)
 	})
 }
 
@@ -54,7 +53,7 @@ func TestStatusLatency(t *testing.T) {
 func TestStateMeasure(t *testing.T) {
 	skipUnless(t, "QUEEN_STATE_BENCH", "a measurement")
 	enginetest.Run(t, func(t *testing.T, e enginetest.Engine) {
-		apitest.MeasureState(t, e.Open(t, measured).Store)
+		measureState(t, e.Open(t, measured).Store)
 	})
 }
 
@@ -64,7 +63,7 @@ func TestStateMeasure(t *testing.T) {
 func TestStreamsThroughput(t *testing.T) {
 	skipUnless(t, "QUEEN_STREAMS_BENCH", "a measurement of a minute or two")
 	enginetest.Run(t, func(t *testing.T, e enginetest.Engine) {
-		apitest.MeasureStreams(t, e.Open(t, enginetest.Options{PoolSize: 20}).Store, 10*time.Second)
+		measureStreams(t, e.Open(t, enginetest.Options{PoolSize: 20}).Store, 10*time.Second)
 	})
 }
 

@@ -17,14 +17,14 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// MeasureState serves st and logs, as a client sees them over HTTP on this
+// measureState serves st and logs, as a client sees them over HTTP on this
 // machine: key/value operations per second with one operation per request
 // and with batches of 100 (8 concurrent clients, 3 s each), and the fire
 // latency of 10,000 timers due within the same second (from each timer's
 // fireAt to the moment a long-polling consumer receives its message, so the
 // pop is included). It is a measurement, not a test of correctness:
 // drivers run it on demand (QUEEN_STATE_BENCH=1).
-func MeasureState(t *testing.T, st store.Store) {
+func measureState(t *testing.T, st store.Store) {
 	unlimited := ratelimit.Config{Default: ratelimit.Limit{Rate: math.MaxInt32, Burst: math.MaxInt32}}
 	c := newClient(StartServer(t, st, server.Config{Version: "0.0.0-bench", RateLimit: unlimited}))
 	t.Cleanup(c.hc.CloseIdleConnections)

@@ -16,13 +16,13 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// MeasureMessageRoutes fills st with a queue of n messages spread over
+// measureMessageRoutes fills st with a queue of n messages spread over
 // parts partitions (a third of them consumed, a thousand dead-lettered, a
 // thousand traced), serves it, and logs the median and 90th percentile
 // latency of every control-plane route of messages, the DLQ and traces, as
 // a client sees it over HTTP on this machine. It is a measurement, not a
 // test of correctness: drivers run it on demand (QUEEN_CONTROL_BENCH=1).
-func MeasureMessageRoutes(t *testing.T, st store.Store, n, parts int) {
+func measureMessageRoutes(t *testing.T, st store.Store, n, parts int) {
 	ctx := context.Background()
 	const queue, group = "bench", "audit"
 	fillStart := time.Now()

@@ -15,14 +15,14 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// MeasureControlPlane fills st with one queue of messages spread evenly
+// measureControlPlane fills st with one queue of messages spread evenly
 // over partitions (half of them an hour older than the other half), lets a
 // group read the older half of every partition and another none of it,
 // then times every control-plane route over HTTP and logs its p50 and p95.
 // Every answer must be a 2xx: the point is what a route costs on a big
 // queue, which must grow with what it answers (a page), not with the
 // messages stored.
-func MeasureControlPlane(t *testing.T, st store.Store, messages, partitions int) {
+func measureControlPlane(t *testing.T, st store.Store, messages, partitions int) {
 	ctx := context.Background()
 	const q = "big"
 	perPart := max(messages/partitions, 2)

@@ -17,7 +17,7 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-// MeasureStreams measures the stream routes over HTTP on st and logs:
+// measureStreams measures the stream routes over HTTP on st and logs:
 //
 //   - cycles per second of a stream worker loop on one source partition and
 //     on 16 (one worker per partition): pop a batch of 10, commit a cycle
@@ -27,7 +27,7 @@ import (
 //   - the latency of /streams/v1/state/get on one (query, partition)
 //     holding 100,000 keys: 10 keys, a prefix of 100 keys, 1,000 ripe
 //     windows, and all 100,000 rows.
-func MeasureStreams(t *testing.T, st store.Store, run time.Duration) {
+func measureStreams(t *testing.T, st store.Store, run time.Duration) {
 	c := newClient(StartServer(t, st, server.Config{Version: "0.0.0-streams-bench"}))
 	t.Cleanup(c.hc.CloseIdleConnections)
 	var report strings.Builder
