@@ -269,6 +269,26 @@ func stand(c *cursor, r *Row, nowMs int64) store.ListedMessage {
 	return m
 }
 
+// Standing sets the standing of the message at offset seq in d, which the
+// engine filled with the message's identity (ids, names, times): what its
+// consumer groups make of it (lane.StandingOf), and each group's own view
+// (consumed, or held by a live lease), as GET /api/v1/messages/... shows.
+func Standing(d *store.MessageDetail, seq int64, groups []lane.Group, dead bool, nowMs int64) {
+	st := lane.StandingOf(seq, groups, dead, nowMs)
+	m := &d.ListedMessage
+	m.ConsumedBy, m.LeaseExpiresAt, m.Status, m.TotalGroups = st.ConsumedBy, Millis(st.LeaseExpiresAt), st.Status,
+		st.TotalGroups
+	d.HasQueueMode = st.HasQueueMode
+	d.Groups = make([]store.GroupStanding, 0, len(groups))
+	for _, g := range groups {
+		gs := store.GroupStanding{Name: g.Name, Consumed: g.State.Cursor >= seq}
+		if g.State.Holds(seq, nowMs) {
+			gs.LeaseExpiresAt = Millis(g.State.LeaseExpiresAt)
+		}
+		d.Groups = append(d.Groups, gs)
+	}
+}
+
 // Millis returns the UTC time of ms Unix milliseconds, nil for 0.
 func Millis(ms int64) *time.Time {
 	if ms == 0 {

@@ -328,25 +328,15 @@ func (s *Store) MessageGet(ctx context.Context, p *store.MessageGetParams) (*sto
 	return d, nil
 }
 
-// fillDetail sets what both engines derive alike.
+// fillDetail sets the message's identity from its rows, and its standing
+// as every engine derives it (listing.Standing).
 func fillDetail(d *store.MessageDetail, part *ctlPartition, msg *ctlMessage, groups []lane.Group, dead bool, nowMs int64) {
-	st := lane.StandingOf(msg.seq, groups, dead, nowMs)
 	d.ListedMessage = store.ListedMessage{
-		ConsumedBy: st.ConsumedBy, CreatedAt: time.UnixMilli(msg.createdAt).UTC(), ID: msg.id,
-		LeaseExpiresAt: listing.Millis(st.LeaseExpiresAt), Namespace: part.namespace, Partition: part.name,
+		CreatedAt: time.UnixMilli(msg.createdAt).UTC(), ID: msg.id, Namespace: part.namespace, Partition: part.name,
 		PartitionID: part.uuid, ProducerSub: msg.producerSub, Queue: part.queue, QueuePriority: part.priority,
-		Status: st.Status, Task: part.task, TotalGroups: st.TotalGroups, TraceID: msg.traceID,
-		TransactionID: msg.transactionID,
+		Task: part.task, TraceID: msg.traceID, TransactionID: msg.transactionID,
 	}
-	d.HasQueueMode = st.HasQueueMode
-	d.Groups = make([]store.GroupStanding, 0, len(groups))
-	for _, g := range groups {
-		gs := store.GroupStanding{Name: g.Name, Consumed: g.State.Cursor >= msg.seq}
-		if g.State.Holds(msg.seq, nowMs) {
-			gs.LeaseExpiresAt = listing.Millis(g.State.LeaseExpiresAt)
-		}
-		d.Groups = append(d.Groups, gs)
-	}
+	listing.Standing(d, msg.seq, groups, dead, nowMs)
 }
 
 // MessageDelete deletes a message, its dead letters and its traces, and
