@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/newest"
+	"github.com/queen-go/queen/internal/store/statsql"
 )
 
 // Live per-queue figures for the status routes and the Prometheus
@@ -102,12 +102,6 @@ func (s *Store) StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*s
 	return out, nil
 }
 
-// gaugeRow is a queue's figures and its row id.
-type gaugeRow struct {
-	id int64
-	store.QueueGauge
-}
-
 // StatsQueueGauges reports the deepest queues of every tenant: every
 // queue's figures are summed (as QueueList does), then the lags and the
 // oldest unread message are looked up for the deepest p.Limit only.
@@ -118,38 +112,23 @@ func (s *Store) StatsQueueGauges(ctx context.Context, p *store.StatsQueueGaugesP
 	err := s.inReadTx(ctx, "queue gauges", func(t *txn) error {
 		*out = store.QueueGauges{}
 		rows, _ := t.tx.Query(t.ctx, sqlStatsQueueFigures, now)
-		var all []gaugeRow
-		var g gaugeRow
-		if _, err := pgx.ForEachRow(rows, []any{&g.id, &g.Tenant, &g.Queue, &g.Partitions, &g.Pending,
+		var all []statsql.GaugeRow
+		var g statsql.GaugeRow
+		if _, err := pgx.ForEachRow(rows, []any{&g.ID, &g.Tenant, &g.Queue, &g.Partitions, &g.Pending,
 			&g.Processing, &g.DeadLetter}, func() error {
 			all = append(all, g)
 			return nil
 		}); err != nil {
 			return err
 		}
-		sort.Slice(all, func(i, j int) bool {
-			a, b := all[i], all[j]
-			if a.Pending != b.Pending {
-				return a.Pending > b.Pending
-			}
-			if a.Tenant != b.Tenant {
-				return a.Tenant < b.Tenant
-			}
-			return a.Queue < b.Queue
-		})
-		out.Total = len(all)
-		for _, g := range all {
-			out.Pending += g.Pending
-			out.DeadLetter += g.DeadLetter
-		}
-		top := all[:min(limit, len(all))]
+		top := statsql.RankGauges(out, all, limit)
 		// Three lookups per queue, sent together.
 		var b pgx.Batch
 		for _, g := range top {
-			b.Queue(sqlStatsGroupLag, now, g.id)
-			b.Queue(sqlStatsHasLanes, g.id)
-			b.Queue(sqlStatsOldestUnread, g.id)
-			b.Queue(sqlStatsOldestMessage, g.id)
+			b.Queue(sqlStatsGroupLag, now, g.ID)
+			b.Queue(sqlStatsHasLanes, g.ID)
+			b.Queue(sqlStatsOldestUnread, g.ID)
+			b.Queue(sqlStatsOldestMessage, g.ID)
 		}
 		res := t.tx.SendBatch(t.ctx, &b)
 		defer res.Close()

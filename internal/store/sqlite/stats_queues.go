@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/newest"
+	"github.com/queen-go/queen/internal/store/statsql"
 )
 
 // Live per-queue figures for the status routes and the Prometheus
@@ -93,12 +93,6 @@ func (s *Store) StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*s
 	return out, nil
 }
 
-// gaugeRow is a queue's figures and its row id.
-type gaugeRow struct {
-	id int64
-	store.QueueGauge
-}
-
 // StatsQueueGauges reports the deepest queues of every tenant: every
 // queue's counters are summed (as QueueList does), then the lags and the
 // oldest unread message are looked up for the deepest p.Limit only.
@@ -111,10 +105,10 @@ func (s *Store) StatsQueueGauges(ctx context.Context, p *store.StatsQueueGaugesP
 		if err != nil {
 			return err
 		}
-		var all []gaugeRow
+		var all []statsql.GaugeRow
 		for rows.Next() {
-			var g gaugeRow
-			if err := rows.Scan(&g.id, &g.Tenant, &g.Queue, &g.Partitions, &g.Pending, &g.Processing,
+			var g statsql.GaugeRow
+			if err := rows.Scan(&g.ID, &g.Tenant, &g.Queue, &g.Partitions, &g.Pending, &g.Processing,
 				&g.DeadLetter); err != nil {
 				rows.Close()
 				return err
@@ -125,25 +119,19 @@ func (s *Store) StatsQueueGauges(ctx context.Context, p *store.StatsQueueGaugesP
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		sortGauges(all)
-		out.Total = len(all)
-		for _, g := range all {
-			out.Pending += g.Pending
-			out.DeadLetter += g.DeadLetter
-		}
-		for _, g := range all[:min(limit, len(all))] {
-			if err := tx.QueryRowContext(ctx, sqlStatsGroupLag, now, g.id).Scan(&g.GroupLag); err != nil {
+		for _, g := range statsql.RankGauges(out, all, limit) {
+			if err := tx.QueryRowContext(ctx, sqlStatsGroupLag, now, g.ID).Scan(&g.GroupLag); err != nil {
 				return err
 			}
 			var lanes bool
-			if err := tx.QueryRowContext(ctx, sqlStatsHasLanes, g.id).Scan(&lanes); err != nil {
+			if err := tx.QueryRowContext(ctx, sqlStatsHasLanes, g.ID).Scan(&lanes); err != nil {
 				return err
 			}
 			var oldest sql.NullInt64
 			if lanes {
-				err = tx.QueryRowContext(ctx, sqlStatsOldestUnread, now, g.id).Scan(&oldest)
+				err = tx.QueryRowContext(ctx, sqlStatsOldestUnread, now, g.ID).Scan(&oldest)
 			} else {
-				err = tx.QueryRowContext(ctx, sqlStatsOldestMessage, g.id).Scan(&oldest)
+				err = tx.QueryRowContext(ctx, sqlStatsOldestMessage, g.ID).Scan(&oldest)
 			}
 			if err != nil {
 				return err
@@ -157,20 +145,6 @@ func (s *Store) StatsQueueGauges(ctx context.Context, p *store.StatsQueueGaugesP
 		return nil, err
 	}
 	return out, nil
-}
-
-// sortGauges orders queues most pending first, then by tenant and name.
-func sortGauges(all []gaugeRow) {
-	sort.Slice(all, func(i, j int) bool {
-		a, b := all[i], all[j]
-		if a.Pending != b.Pending {
-			return a.Pending > b.Pending
-		}
-		if a.Tenant != b.Tenant {
-			return a.Tenant < b.Tenant
-		}
-		return a.Queue < b.Queue
-	})
 }
 
 // newestPartition is a partition in the merge of StatsQueueMessages.

@@ -6,7 +6,9 @@
 package statsql
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -171,4 +173,32 @@ func Series(p *store.StatsSeriesParams, d Dialect) (string, []any) {
 	query := "SELECT " + strings.Join(outerKeys, ", ") + ", " + strings.Join(outer, ", ") + " FROM " + from +
 		" GROUP BY " + strings.Join(outerKeys, ", ") + " ORDER BY " + strings.Join(outerKeys, ", ")
 	return query, args
+}
+
+// GaugeRow is a queue's figures as an engine sums them, with its row id for
+// the lookups of the deepest queues.
+type GaugeRow struct {
+	ID int64
+	store.QueueGauge
+}
+
+// RankGauges orders all most pending first (then by tenant and queue), sets
+// out's totals over every queue, and returns the deepest limit of them: the
+// queues whose lags and oldest unread message the engine then looks up.
+func RankGauges(out *store.QueueGauges, all []GaugeRow, limit int) []GaugeRow {
+	slices.SortFunc(all, func(a, b GaugeRow) int {
+		if a.Pending != b.Pending {
+			return cmp.Compare(b.Pending, a.Pending)
+		}
+		if a.Tenant != b.Tenant {
+			return strings.Compare(a.Tenant, b.Tenant)
+		}
+		return strings.Compare(a.Queue, b.Queue)
+	})
+	out.Total = len(all)
+	for _, g := range all {
+		out.Pending += g.Pending
+		out.DeadLetter += g.DeadLetter
+	}
+	return all[:min(limit, len(all))]
 }
