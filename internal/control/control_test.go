@@ -24,11 +24,13 @@ func (f *fakeStore) DLQDelete(ctx context.Context, p *store.DLQDeleteParams) (in
 	return n, nil
 }
 
-func (f *fakeStore) MessageRequeue(ctx context.Context, p *store.MessageRequeueParams) (*store.Requeued, error) {
-	return &store.Requeued{Queue: "orders", TransactionID: p.TransactionID + ":retry:1"}, nil
-}
-
+// DLQRequeue requeues one named message into "orders", and a selection
+// into queues a, a and b.
 func (f *fakeStore) DLQRequeue(ctx context.Context, p *store.DLQRequeueParams) (*store.DLQRequeueResult, error) {
+	if len(p.Refs) == 1 {
+		return &store.DLQRequeueResult{Requeued: []store.Requeued{{Queue: "orders",
+			TransactionID: p.Refs[0].TransactionID + ":retry:1"}}}, nil
+	}
 	return &store.DLQRequeueResult{Requeued: []store.Requeued{{Queue: "a"}, {Queue: "a"}, {Queue: "b"}}}, nil
 }
 

@@ -68,10 +68,10 @@ func (c *Control) DeleteMessage(ctx context.Context, tenant string, ref store.Me
 }
 
 // RetryMessage pushes a dead-lettered message again at the end of its
-// partition (store.MessageControlStore.MessageRequeue) and wakes the long
-// polls of its queue. group "" requeues it whatever group dead-lettered it.
+// partition (store.MessageRequeue) and wakes the long polls of its queue.
+// group "" requeues it whatever group dead-lettered it.
 func (c *Control) RetryMessage(ctx context.Context, tenant string, ref store.MessageRef, group string) (*store.Requeued, error) {
-	r, err := c.store.MessageRequeue(ctx, &store.MessageRequeueParams{MessageRef: ref, ConsumerGroup: group,
+	r, err := store.MessageRequeue(ctx, c.store, &store.MessageRequeueParams{MessageRef: ref, ConsumerGroup: group,
 		Now: c.now(), Tenant: tenant})
 	if err != nil {
 		return nil, err

@@ -34,12 +34,6 @@ type MessageControlStore interface {
 	// partitions' own offset order). It reads about as many messages as it
 	// skips and lists, and never more than MessageListScanLimit.
 	MessageList(ctx context.Context, p *MessageListParams) (*MessageListResult, error)
-	// MessageRequeue pushes a dead-lettered message again at the end of its
-	// partition as a new message (transactionId "<original>:retry:<n>", a
-	// fresh id, payload, traceId and producer kept) and deletes its dead
-	// letters (only p.ConsumerGroup's when set). ErrNotFound for an unknown
-	// message, ErrNotDeadLettered when it has no (matching) dead letter.
-	MessageRequeue(ctx context.Context, p *MessageRequeueParams) (*Requeued, error)
 }
 
 // MessageStatus is a message's standing as the control plane reports it.
@@ -251,10 +245,27 @@ func SplitRetry(txn string) (string, int) {
 // request names none.
 const ManualDLQError = "manual"
 
-// SingleRequeue turns the result of a DLQRequeue of one named message into
+// MessageRequeue pushes a dead-lettered message again at the end of its
+// partition as a new message (transactionId "<original>:retry:<n>", a fresh
+// id, payload, traceId and producer kept) and deletes its dead letters (only
+// p.ConsumerGroup's when set). ErrNotFound for an unknown message,
+// ErrNotDeadLettered when it has no (matching) dead letter. It is a
+// DLQRequeue of the one message, so that every engine requeues one way.
+func MessageRequeue(ctx context.Context, s DLQStore, p *MessageRequeueParams) (*Requeued, error) {
+	res, err := s.DLQRequeue(ctx, &DLQRequeueParams{
+		DLQFilter: DLQFilter{ConsumerGroup: p.ConsumerGroup},
+		Now:       p.Now, Refs: []MessageRef{p.MessageRef}, Tenant: p.Tenant,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return singleRequeue(res)
+}
+
+// singleRequeue turns the result of a DLQRequeue of one named message into
 // MessageRequeue's: the message requeued, or ErrNotFound or
 // ErrNotDeadLettered.
-func SingleRequeue(res *DLQRequeueResult) (*Requeued, error) {
+func singleRequeue(res *DLQRequeueResult) (*Requeued, error) {
 	if len(res.Requeued) == 1 {
 		return &res.Requeued[0], nil
 	}

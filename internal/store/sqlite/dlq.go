@@ -128,18 +128,6 @@ func (s *Store) DLQDelete(ctx context.Context, p *store.DLQDeleteParams) (int, e
 	return n, err
 }
 
-// MessageRequeue requeues one dead-lettered message.
-func (s *Store) MessageRequeue(ctx context.Context, p *store.MessageRequeueParams) (*store.Requeued, error) {
-	res, err := s.DLQRequeue(ctx, &store.DLQRequeueParams{
-		DLQFilter: store.DLQFilter{ConsumerGroup: p.ConsumerGroup},
-		Now:       p.Now, Refs: []store.MessageRef{p.MessageRef}, Tenant: p.Tenant,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return store.SingleRequeue(res)
-}
-
 // DLQRequeue requeues a selection of dead-lettered messages in one writer
 // job: the messages are pushed again in their order within each partition
 // and their dead letters deleted.

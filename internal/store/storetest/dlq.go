@@ -182,7 +182,7 @@ func runDLQ(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Errorf("dead letters left: %+v", dl)
 		}
 		// Requeuing it (any group) names the next free number.
-		r, err := s.MessageRequeue(ctx, &store.MessageRequeueParams{MessageRef: ms[0].ref(), Now: At(time.Minute)})
+		r, err := store.MessageRequeue(ctx, s, &store.MessageRequeueParams{MessageRef: ms[0].ref(), Now: At(time.Minute)})
 		if err != nil || r.TransactionID != ms[0].TransactionID+":retry:2" {
 			t.Errorf("second requeue of ms0: %+v %v, want :retry:2", r, err)
 		}

@@ -488,7 +488,7 @@ func runMessages(t *testing.T, newStore func(t *testing.T) store.Store) {
 				t.Errorf("TraceList of a cleared message: %v", err)
 			}
 		}
-		if _, err := s.MessageRequeue(ctx, &store.MessageRequeueParams{MessageRef: ms[0].ref(), Now: now}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := store.MessageRequeue(ctx, s, &store.MessageRequeueParams{MessageRef: ms[0].ref(), Now: now}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("MessageRequeue of a cleared dead letter: %v", err)
 		}
 		if dl := dlqList(t, s, &store.DLQListParams{}); len(dl) != 0 {
@@ -528,12 +528,12 @@ func runMessages(t *testing.T, newStore func(t *testing.T) store.Store) {
 		res := PushItems(t, s, T0, it)
 		ref := store.MessageRef{PartitionID: res[0].PartitionID, TransactionID: it.TransactionID}
 		requeue := func(now time.Time) (*store.Requeued, error) {
-			return s.MessageRequeue(ctx, &store.MessageRequeueParams{MessageRef: ref, Now: now})
+			return store.MessageRequeue(ctx, s, &store.MessageRequeueParams{MessageRef: ref, Now: now})
 		}
 		if _, err := requeue(At(time.Second)); !errors.Is(err, store.ErrNotDeadLettered) {
 			t.Errorf("requeue of a live message: %v, want ErrNotDeadLettered", err)
 		}
-		if _, err := s.MessageRequeue(ctx, &store.MessageRequeueParams{Now: T0,
+		if _, err := store.MessageRequeue(ctx, s, &store.MessageRequeueParams{Now: T0,
 			MessageRef: store.MessageRef{PartitionID: ref.PartitionID, TransactionID: "nope"}}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("requeue of an unknown message: %v, want ErrNotFound", err)
 		}
@@ -602,7 +602,7 @@ func runMessages(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if err := s.MessageDeadLetter(ctx, &store.MessageDeadLetterParams{MessageRef: refA, Tenant: tenantA, Now: T0}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MessageRequeue(ctx, &store.MessageRequeueParams{MessageRef: refA, Tenant: tenantB, Now: T0}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := store.MessageRequeue(ctx, s, &store.MessageRequeueParams{MessageRef: refA, Tenant: tenantB, Now: T0}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("tenant B requeues tenant A's message: %v", err)
 		}
 		if got := dlqList(t, s, &store.DLQListParams{Tenant: tenantB}); len(got) != 0 {
