@@ -53,14 +53,18 @@ done
 sha256sum -c checksums.txt
 for a in *.tar.gz; do
   echo "$a:"; tar -tzvf "$a"
-  for f in queen LICENSE README.md; do tar -tzf "$a" | grep -qx "$f" || fail "$a lacks $f"; done
+  list=$(tar -tzf "$a")
+  for f in queen LICENSE README.md; do grep -qx "$f" <<<"$list" || fail "$a lacks $f"; done
 done
 for p in *.deb; do echo "$p:"; dpkg-deb -c "$p"; done
 for p in *.rpm; do
   echo "$p:"; rpm -qpl "$p"
-  rpm -qpc "$p" | grep -qx /etc/queen/queen.env || fail "$p does not mark /etc/queen/queen.env as configuration"
+  conf=$(rpm -qpc "$p")
+  grep -qx /etc/queen/queen.env <<<"$conf" || fail "$p does not mark /etc/queen/queen.env as configuration"
 done
-dpkg-deb -I ./*linux_amd64.deb conffiles | grep -qx /etc/queen/queen.env ||
+conf=$(dpkg-deb -I ./*linux_amd64.deb conffiles)
+grep -qx /etc/queen/queen.env <<<"$conf" ||
   fail "the .deb does not mark /etc/queen/queen.env as a configuration file"
 tar -xzf ./*linux_amd64.tar.gz -C "$tmp" queen
-"$tmp/queen" version | grep -qx "queen $version" || fail "the released binary does not print version $version"
+printed=$("$tmp/queen" version)
+grep -qx "queen $version" <<<"$printed" || fail "the released binary does not print version $version"

@@ -33,6 +33,12 @@ if [ ! -x "$gr" ]; then
   rm -rf "$tmpbin"
 fi
 
+# Every file time in dist/ is the commit's, so a commit always gives the
+# same bytes.
+QUEEN_RELEASE_EPOCH=$(git log -1 --format=%ct)
+QUEEN_RELEASE_DATE=$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd)
+export QUEEN_RELEASE_EPOCH QUEEN_RELEASE_DATE SOURCE_DATE_EPOCH=$QUEEN_RELEASE_EPOCH
+
 start=$(date +%s)
 QUEEN_VERSION=$version "$gr" release --snapshot --clean --skip=publish,announce,sign \
   --parallelism "${RELEASE_PARALLELISM:-2}" >&2
