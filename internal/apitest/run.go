@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"KV", s.testKV},                     // kv.go
 		{"Timers", s.testTimers},             // timers.go
 		{"Ephemeral", s.testEphemeral},       // ephemeral.go
+		{"Ingress", s.testIngress},           // ingress.go
 		{"FeatureGates", s.testFeatureGates}, // ratelimit.go
 		{"LongPoll", s.testLongPoll},
 		{"SeekWake", s.testSeekWake},

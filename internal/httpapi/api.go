@@ -239,3 +239,8 @@ func caller(r *http.Request) broker.Caller {
 	}
 	return broker.Caller{}
 }
+
+// Caller returns the caller of a request the adapter admitted: its subject
+// and its tenant. A group of another package calls it as this package's
+// handlers call caller.
+func Caller(r *http.Request) broker.Caller { return caller(r) }

@@ -27,6 +27,7 @@ import (
 	"github.com/queen-go/queen/internal/dashboard"
 	"github.com/queen-go/queen/internal/ephemeral"
 	"github.com/queen-go/queen/internal/httpapi"
+	"github.com/queen-go/queen/internal/ingress"
 	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/metrics"
 	"github.com/queen-go/queen/internal/ratelimit"
@@ -112,6 +113,9 @@ type Config struct {
 	// bucket of their routes; zero values take the features' defaults (all
 	// on, Queen's limits).
 	Ephemeral ephemeral.Config
+	// Ingress configures webhook ingress (QUEEN_INGRESS_*); the zero value
+	// takes its defaults, on.
+	Ingress   ingress.Config
 	KV        kv.Config
 	RateLimit ratelimit.Config
 	Timers    timers.Config
@@ -199,6 +203,9 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	kvs := kv.New(st, kvCfg)
 	tms := timers.New(st, b, timerCfg)
 	eph := ephemeral.New(st, b, ephCfg)
+	inCfg := cfg.Ingress
+	inCfg.Logger, inCfg.Registerer, inCfg.Encryption = log, reg, cfg.Encryption
+	hooks := ingress.New(st, b, inCfg)
 	handler := httpapi.New(httpapi.Config{
 		KV: kvs, Timers: tms, Ephemeral: eph, RateLimit: ratelimit.New(cfg.RateLimit),
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
@@ -206,7 +213,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
-		Groups: []httpapi.Group{dashboard.New(cfg.Dashboard)},
+		Groups: []httpapi.Group{hooks, dashboard.New(cfg.Dashboard)},
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
@@ -219,7 +226,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.spool = sp
 	// Every source of background work, in start order (stopped in
 	// reverse).
-	sources := []service.Source{verifier, b, ctl, sx, service.List{listener, s.sampler}, kvs, tms, eph}
+	sources := []service.Source{verifier, b, ctl, sx, service.List{listener, s.sampler}, kvs, tms, eph, hooks}
 	s.services = service.NewSupervisor(log, service.Collect(sources...)...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{

@@ -66,6 +66,7 @@ type Store interface {
 	StatsStore
 	TimerStore // timers that become messages
 	TxStore
+	WebhookStore // webhook ingress and delivery entities
 }
 
 // EngineStore is the engine itself: identity, health, pool, cluster-wide

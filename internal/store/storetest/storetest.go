@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("KV", func(t *testing.T) { runKV(t, newStore) })               // kv.go
 	t.Run("Timers", func(t *testing.T) { runTimers(t, newStore) })       // timers.go
 	t.Run("Ephemeral", func(t *testing.T) { runEphemeral(t, newStore) }) // ephemeral.go
+	t.Run("Webhooks", func(t *testing.T) { runWebhooks(t, newStore) })   // webhooks.go
 }
 
 // setup marks t parallel and returns a fresh store.
