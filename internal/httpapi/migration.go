@@ -23,7 +23,7 @@ type migrationRoutes struct {
 
 func (g *migrationRoutes) Routes() []Route {
 	return []Route{
-		row(AccessAdmin, "POST", "/api/v1/migration/test-connection", "migration_test_connection", g.testConnection).ProcessWide(),
+		row(AccessAdmin, "POST", "/api/v1/migration/test-connection", "migration_test_connection", g.testConnection).Operator(),
 	}
 }
 
