@@ -173,16 +173,10 @@ func formatWake(instance string, w store.Wake) string {
 	return instance + " " + strconv.Itoa(w.Count) + " " + w.Key
 }
 
-// parseWake reads a payload of formatWake and reports whether instance sent
-// it. A payload of another shape (a broker of an earlier version sent the
-// bare queue key) wakes every poll of the queue it names.
-func parseWake(instance, payload string) (store.Wake, bool) {
-	w, _, mine := parseWakeFrom(instance, payload)
-	return w, mine
-}
-
-// parseWakeFrom is parseWake that also names the sender ("" for a payload
-// of another shape).
+// parseWakeFrom reads a payload of formatWake, names the sender and
+// reports whether instance sent it. A payload of another shape (a broker of
+// an earlier version sent the bare queue key) wakes every poll of the queue
+// it names, from sender "".
 func parseWakeFrom(instance, payload string) (store.Wake, string, bool) {
 	from, rest, ok := strings.Cut(payload, " ")
 	if !ok {
