@@ -8,16 +8,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/queen-go/queen/internal/config"
 	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
 // newBackupCommand builds `queen backup DIR`: an online copy of the
 // embedded engine's database.
 func newBackupCommand(getenv func(string) string, stdout io.Writer) *cobra.Command {
-	dataDir := getenv("QUEEN_DATA_DIR")
-	if dataDir == "" {
-		dataDir = "./queen-data"
-	}
+	var dataDir string
 	cmd := &cobra.Command{
 		Use:   "backup DIR",
 		Short: "Copy the embedded engine's database into DIR while the broker runs",
@@ -37,8 +35,17 @@ func newBackupCommand(getenv func(string) string, stdout io.Writer) *cobra.Comma
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if getenv("QUEEN_DATABASE_URL") != "" || getenv("PG_HOST") != "" {
+			// The settings table reads the environment as the broker
+			// does: QUEEN_DATA_DIR and its default, and which engine.
+			cfg, err := config.FromEnv(getenv)
+			if err != nil {
+				return configError(err)
+			}
+			if cfg.Engine() != "sqlite" {
 				return fmt.Errorf("this broker is configured for PostgreSQL (QUEEN_DATABASE_URL or PG_HOST); back it up with pg_dump")
+			}
+			if !cmd.Flags().Changed("data-dir") {
+				dataDir = cfg.DataDir
 			}
 			start := time.Now()
 			out, err := sqlite.Backup(cmd.Context(), dataDir, args[0])
@@ -53,6 +60,6 @@ func newBackupCommand(getenv func(string) string, stdout io.Writer) *cobra.Comma
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", dataDir, "the broker's data folder (env QUEEN_DATA_DIR)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the broker's data folder (default: QUEEN_DATA_DIR, else the broker's default)")
 	return cmd
 }

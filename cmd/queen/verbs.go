@@ -61,9 +61,11 @@ func exitCode(err error) int {
 		}
 		return exitError
 	}
-	var ne net.Error
+	// Only a failed connection or HTTP exchange is "unreachable": the
+	// net.Error interface would also match a local file's syscall.Errno.
+	var oe *net.OpError
 	var ue2 *url.Error
-	if errors.As(err, &ne) || errors.As(err, &ue2) {
+	if errors.As(err, &oe) || errors.As(err, &ue2) {
 		return exitUnreachable
 	}
 	return exitError
