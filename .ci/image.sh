@@ -93,10 +93,13 @@ push kept kept-1
 say "SIGTERM with a long poll parked"
 curl -s -o /dev/null "$base/api/v1/pop/queue/idle?wait=true&timeout=30000" &
 poll=$!
+parked=""
 for _ in $(seq 1 50); do  # until the broker counts the parked poll
-  curl -s "$base/metrics/prometheus" | grep -qE '^queen_pop_waiting [1-9]' && break
+  metrics=$(curl -s "$base/metrics/prometheus" || true)
+  if grep -qE '^queen_pop_waiting [1-9]' <<<"$metrics"; then parked=yes; break; fi
   sleep 0.1
 done
+[ -n "$parked" ] || fail "the long poll never parked, so SIGTERM would not be tested with one waiting"
 start=$(date +%s%N)
 "$engine" kill --signal TERM q1 >/dev/null
 "$engine" wait q1 >/dev/null
