@@ -119,9 +119,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}()
 	path := filepath.Join(cfg.Dir, "queen.db")
+	// journal_size_limit: the write-ahead log never shrinks on its own, so
+	// every checkpoint that a reader held back from resetting it leaves its
+	// high-water mark on disk for good (a 4 MB log grew to 10 MB over
+	// 200,000 messages of steady pops). With the limit, each reset truncates
+	// it back to about one checkpoint's worth (wal_autocheckpoint is 1,000
+	// pages of 4 KiB), which costs one ftruncate per 4 MB written.
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
 		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)" +
-		"&_txlock=immediate"
+		"&_pragma=journal_size_limit(4194304)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
