@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/timersql"
 )
 
 // Timers. A fire is one transaction: the due timers are claimed with FOR
@@ -18,8 +18,6 @@ import (
 // same wake-ups of other brokers at commit), and their outcomes recorded.
 // A cancel waits for a fire holding the timer, then finds it fired.
 const (
-	timerColumns = `id, tenant, queue, partition, transaction_id, message_id, fire_at, status,
-		COALESCE(error, ''), created_at, finished_at`
 	// Items of one call never repeat a dedup key (the timer service dedupes
 	// them); ON CONFLICT DO NOTHING skips those stored before, and waits for
 	// a concurrent schedule of the same key to commit or roll back.
@@ -32,46 +30,20 @@ const (
 			AS u (id, queue, partition, txn, message_id, namespace, task, producer_sub, payload, fire_at)
 		ON CONFLICT (tenant, queue, partition, transaction_id) DO NOTHING
 		RETURNING id`
-	sqlTimersByTxn = `SELECT ` + timerColumns + ` FROM timers
+	sqlTimersByTxn = `SELECT ` + timersql.Columns + ` FROM timers
 		WHERE tenant = $1 AND (queue, partition, transaction_id) IN
 			(SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))`
-	sqlTimerGet  = `SELECT ` + timerColumns + ` FROM timers WHERE tenant = $1 AND id = $2`
-	sqlTimersDue = `SELECT id, tenant, queue, partition, transaction_id, message_id, namespace, task,
-			COALESCE(producer_sub, ''), payload, fire_at, created_at
-		FROM timers WHERE status = 'scheduled' AND fire_at <= $1
-		ORDER BY fire_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`
 	sqlTimersFinish = `UPDATE timers SET status = u.status, message_id = u.message_id,
 			error = NULLIF(u.error, ''), finished_at = $1
 		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS u (id, status, message_id, error)
 		WHERE timers.id = u.id`
-	sqlTimerCancel = `UPDATE timers SET status = 'cancelled', finished_at = $3
-		WHERE tenant = $1 AND id = $2 AND status = 'scheduled'`
-	sqlTimerNext = `SELECT min(fire_at) FROM timers WHERE status = 'scheduled'`
-	sqlTimerList = `SELECT ` + timerColumns + `, count(*) OVER () FROM timers
-		WHERE tenant = $1 AND ($2 = '' OR queue = $2) AND ($3 = '' OR status = $3)
-		ORDER BY fire_at, id LIMIT $4 OFFSET $5`
-	sqlTimerCount = `SELECT count(*) FROM timers
-		WHERE tenant = $1 AND ($2 = '' OR queue = $2) AND ($3 = '' OR status = $3)`
-	sqlTimerPrune = `DELETE FROM timers WHERE id IN
-		(SELECT id FROM timers WHERE status <> 'scheduled' AND finished_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`
 )
 
-func scanTimer(row pgx.Row, extra ...any) (store.Timer, error) {
-	var t store.Timer
-	var fireAt, createdAt, finishedAt int64
-	var status string
-	dest := append([]any{&t.ID, &t.Tenant, &t.Queue, &t.Partition, &t.TransactionID, &t.MessageID, &fireAt, &status,
-		&t.Error, &createdAt, &finishedAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
-		return t, err
-	}
-	t.Status = store.TimerStatus(status)
-	t.FireAt, t.CreatedAt = time.UnixMilli(fireAt).UTC(), time.UnixMilli(createdAt).UTC()
-	if finishedAt > 0 {
-		t.FinishedAt = time.UnixMilli(finishedAt).UTC()
-	}
-	return t, nil
-}
+// Two brokers firing (or pruning) at once take different timers.
+var (
+	sqlTimersDue  = timersql.Due(" FOR UPDATE SKIP LOCKED")
+	sqlTimerPrune = timersql.Prune(" FOR UPDATE SKIP LOCKED")
+)
 
 // timerKey is a timer's dedup key within its tenant.
 type timerKey struct{ queue, partition, txn string }
@@ -106,9 +78,7 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 		var dq, dp, dt []string
 		for i, ti := range p.Items {
 			if stored[ti.ID] {
-				out[i].Timer = store.Timer{ID: ti.ID, Tenant: tenant, Queue: queues[i], Partition: parts[i],
-					TransactionID: txns[i], MessageID: msgIDs[i], FireAt: time.UnixMilli(fireAts[i]).UTC(),
-					Status: store.TimerScheduled, CreatedAt: time.UnixMilli(nowMs).UTC()}
+				out[i].Timer = timersql.Scheduled(&p.Items[i], tenant, nowMs)
 				continue
 			}
 			dq, dp, dt = append(dq, queues[i]), append(dp, parts[i]), append(dt, txns[i])
@@ -117,7 +87,7 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 			rows, _ := t.tx.Query(t.ctx, sqlTimersByTxn, tenant, dq, dp, dt)
 			found := make(map[timerKey]store.Timer)
 			for rows.Next() {
-				tm, err := scanTimer(rows)
+				tm, err := timersql.Scan(rows)
 				if err != nil {
 					rows.Close()
 					return fmt.Errorf("read scheduled timers: %w", err)
@@ -151,60 +121,36 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 
 // TimerFireDue fires due timers in one transaction.
 func (s *Store) TimerFireDue(ctx context.Context, p *store.TimerFireDueParams) (*store.TimerFireResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	nowMs := p.Now.UnixMilli()
 	var out *store.TimerFireResult
 	err := s.inTx(ctx, "timer fire", func(t *txn) error {
-		out = &store.TimerFireResult{}
-		rows, _ := t.tx.Query(t.ctx, sqlTimersDue, nowMs, limit)
-		var items []store.PushItem
-		for rows.Next() {
-			var tm store.Timer
-			var it store.PushItem
-			var fireAt, createdAt int64
-			if err := rows.Scan(&tm.ID, &tm.Tenant, &tm.Queue, &tm.Partition, &tm.TransactionID, &tm.MessageID,
-				&it.Namespace, &it.Task, &it.ProducerSub, &it.Payload, &fireAt, &createdAt); err != nil {
-				rows.Close()
-				return fmt.Errorf("claim due timers: %w", err)
-			}
-			tm.FireAt, tm.CreatedAt = time.UnixMilli(fireAt).UTC(), time.UnixMilli(createdAt).UTC()
-			it.Tenant, it.Queue, it.Partition, it.TransactionID, it.MessageID =
-				tm.Tenant, tm.Queue, tm.Partition, tm.TransactionID, tm.MessageID
-			items = append(items, it)
-			out.Fired = append(out.Fired, store.FiredTimer{Timer: tm})
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("claim due timers: %w", err)
-		}
-		if len(items) == 0 {
-			return nil
-		}
-		entries := make([]pushEntry, len(items))
-		for i := range items {
-			entries[i] = pushEntry{item: &items[i], atMs: nowMs}
-		}
-		res, err := t.push(entries)
-		if err != nil {
-			return err
-		}
-		out.Pushed = store.TimerFireOutcome(out.Fired, res, p.Now)
-		n := len(out.Fired)
-		ids, statuses, msgIDs, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		for i, f := range out.Fired {
-			ids[i], statuses[i], msgIDs[i], errs[i] = f.Timer.ID, string(f.Timer.Status), f.Timer.MessageID, f.Timer.Error
-		}
-		if _, err := t.tx.Exec(t.ctx, sqlTimersFinish, nowMs, ids, statuses, msgIDs, errs); err != nil {
-			return fmt.Errorf("mark timers fired: %w", err)
-		}
-		return nil
+		var err error
+		out, err = timersql.Fire(t.q(), timersql.Engine{Due: sqlTimersDue, Push: t.pushAt, Finish: t.finishTimers}, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// pushAt pushes items as MessagePushMany does, all at now.
+func (t *txn) pushAt(items []store.PushItem, now time.Time) ([]store.PushResult, error) {
+	entries := make([]pushEntry, len(items))
+	for i := range items {
+		entries[i] = pushEntry{item: &items[i], atMs: now.UnixMilli()}
+	}
+	return t.push(entries)
+}
+
+// finishTimers records the outcomes of a fire step in one statement.
+func (t *txn) finishTimers(fired []store.FiredTimer, nowMs int64) error {
+	n := len(fired)
+	ids, statuses, msgIDs, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, f := range fired {
+		ids[i], statuses[i], msgIDs[i], errs[i] = f.Timer.ID, string(f.Timer.Status), f.Timer.MessageID, f.Timer.Error
+	}
+	_, err := t.tx.Exec(t.ctx, sqlTimersFinish, nowMs, ids, statuses, msgIDs, errs)
+	return err
 }
 
 // TimerNext reads the earliest due time.
@@ -212,14 +158,8 @@ func (s *Store) TimerNext(ctx context.Context, p *store.TimerNextParams) (time.T
 	if err := s.readable(ctx); err != nil {
 		return time.Time{}, false, err
 	}
-	var next *int64
-	if err := s.pool.QueryRow(ctx, sqlTimerNext).Scan(&next); err != nil {
-		return time.Time{}, false, wrapErr("postgres: next timer", err)
-	}
-	if next == nil {
-		return time.Time{}, false, nil
-	}
-	return time.UnixMilli(*next).UTC(), true, nil
+	at, ok, err := timersql.NextIn(s.poolQ(ctx))
+	return at, ok, readErr("postgres", err)
 }
 
 // TimerGet reads one timer.
@@ -227,14 +167,8 @@ func (s *Store) TimerGet(ctx context.Context, p *store.TimerGetParams) (*store.T
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	tm, err := scanTimer(s.pool.QueryRow(ctx, sqlTimerGet, store.TenantOrDefault(p.Tenant), p.ID))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, store.ErrTimerNotFound
-	case err != nil:
-		return nil, wrapErr("postgres: read timer", err)
-	}
-	return &tm, nil
+	tm, err := timersql.GetIn(s.poolQ(ctx), p)
+	return tm, readErr("postgres", err)
 }
 
 // TimerList reads a page of timers.
@@ -242,75 +176,29 @@ func (s *Store) TimerList(ctx context.Context, p *store.TimerListParams) (*store
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	tenant := store.TenantOrDefault(p.Tenant)
-	out := &store.TimerListResult{Timers: []store.Timer{}}
-	rows, _ := s.pool.Query(ctx, sqlTimerList, tenant, p.Queue, string(p.Status), limit, p.Offset)
-	for rows.Next() {
-		tm, err := scanTimer(rows, &out.Total)
-		if err != nil {
-			rows.Close()
-			return nil, wrapErr("postgres: list timers", err)
-		}
-		out.Timers = append(out.Timers, tm)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrapErr("postgres: list timers", err)
-	}
-	if len(out.Timers) == 0 && p.Offset > 0 {
-		// A page past the end has no row to carry the total.
-		if err := s.pool.QueryRow(ctx, sqlTimerCount, tenant, p.Queue, string(p.Status)).Scan(&out.Total); err != nil {
-			return nil, wrapErr("postgres: count timers", err)
-		}
-	}
-	return out, nil
+	out, err := timersql.ListIn(s.poolQ(ctx), p)
+	return out, readErr("postgres", err)
 }
 
 // TimerCancel cancels a scheduled timer. A fire holding the timer's row
 // makes it wait, then find the timer fired.
 func (s *Store) TimerCancel(ctx context.Context, p *store.TimerCancelParams) (*store.Timer, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out store.Timer
 	err := s.inTx(ctx, "timer cancel", func(t *txn) error {
-		if _, err := t.tx.Exec(t.ctx, sqlTimerCancel, tenant, p.ID, p.Now.UnixMilli()); err != nil {
-			return fmt.Errorf("cancel timer: %w", err)
-		}
 		var err error
-		out, err = scanTimer(t.tx.QueryRow(t.ctx, sqlTimerGet, tenant, p.ID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrTimerNotFound
-		}
+		out, err = timersql.CancelIn(t.q(), p)
 		return err
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, store.ErrTimerNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	if out.Status == store.TimerFired || out.Status == store.TimerFailed {
-		return &out, store.ErrTimerFired
-	}
-	return &out, nil
+	return timersql.Cancelled(out, err)
 }
 
 // TimerPrune deletes a bounded number of finished timers.
 func (s *Store) TimerPrune(ctx context.Context, p *store.TimerPruneParams) (int, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	var n int64
+	var n int
 	err := s.inRelaxedTx(ctx, "timer prune", func(t *txn) error {
-		tag, err := t.tx.Exec(t.ctx, sqlTimerPrune, p.Before.UnixMilli(), limit)
-		if err != nil {
-			return err
-		}
-		n = tag.RowsAffected()
-		return nil
+		var err error
+		n, err = timersql.PruneIn(t.q(), sqlTimerPrune, p)
+		return err
 	})
-	return int(n), err
+	return n, err
 }
