@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,30 +25,9 @@ func measureControlPlane(t *testing.T, st store.Store, messages, partitions int)
 	ctx := context.Background()
 	const q = "big"
 	perPart := max(messages/partitions, 2)
-	half := perPart / 2
 	older, newer := time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
 	fillStart := time.Now()
-	// Batches of whole partitions, about 5000 messages each.
-	chunk := max(5000/half, 1)
-	payload := []byte(`{"orderId":12345,"status":"created","amount":99.5}`)
-	for _, phase := range []struct {
-		at time.Time
-		n  int
-	}{{older, half}, {newer, perPart - half}} {
-		for first := 0; first < partitions; first += chunk {
-			var items []store.PushItem
-			for p := first; p < min(first+chunk, partitions); p++ {
-				for range phase.n {
-					items = append(items, store.PushItem{MessageID: uuid.Must(uuid.NewV7()).String(),
-						TransactionID: uuid.Must(uuid.NewV7()).String(), Queue: q, Namespace: "bench",
-						Task: "fill", Partition: fmt.Sprintf("p%05d", p), Payload: payload})
-				}
-			}
-			if _, err := st.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: phase.at}); err != nil {
-				t.Fatalf("fill: %v", err)
-			}
-		}
-	}
+	payload := fillHalves(t, st, q, partitions, perPart, older, newer)
 	t.Logf("filled %s with %d messages over %d partitions in %v", q, perPart*partitions, partitions,
 		time.Since(fillStart).Round(time.Second))
 	for _, g := range []struct {
@@ -73,11 +51,7 @@ func measureControlPlane(t *testing.T, st store.Store, messages, partitions int)
 	c := newClient(StartServer(t, st, server.Config{Version: "0.0.0-control-bench"}))
 	t.Cleanup(c.hc.CloseIdleConnections)
 	midBody := `{"timestamp":"` + older.Add(30*time.Minute).UTC().Format(time.RFC3339) + `"}`
-	routes := []struct {
-		name, method, path string
-		body               any
-		rounds             int
-	}{
+	routes := []timedRoute{
 		{"queue_list", "GET", "/api/v1/resources/queues", nil, 20},
 		{"queue_get (1000 partitions)", "GET", "/api/v1/resources/queues/big", nil, 10},
 		{"queue_get (limit=100)", "GET", "/api/v1/resources/queues/big?limit=100", nil, 10},
@@ -106,24 +80,7 @@ func measureControlPlane(t *testing.T, st store.Store, messages, partitions int)
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-48s %10s %10s  (%d messages, %d partitions, engine %s)\n", "route", "p50", "p95",
 		perPart*partitions, partitions, st.Engine())
-	for _, rt := range routes {
-		var lats []time.Duration
-		for i := range rt.rounds + 1 {
-			start := time.Now()
-			r := c.do(t, rt.method, rt.path, rt.body)
-			d := time.Since(start)
-			if r.Status/100 != 2 {
-				t.Fatalf("%s: %v", rt.name, r)
-			}
-			if i > 0 || rt.rounds == 1 { // the first round warms caches
-				lats = append(lats, d)
-			}
-		}
-		slices.Sort(lats)
-		p50, p95 := lats[len(lats)/2], lats[min(len(lats)-1, len(lats)*95/100)]
-		fmt.Fprintf(&report, "%-48s %10v %10v\n", rt.method+" "+rt.name, p50.Round(10*time.Microsecond),
-			p95.Round(10*time.Microsecond))
-	}
+	timeRoutes(t, c, routes, &report)
 	t.Log(report.String())
 	if r := c.do(t, "GET", "/api/v1/resources/queues/big?limit=1", nil); r.Status != http.StatusOK {
 		t.Fatalf("after the clear: %v", r)

@@ -28,29 +28,10 @@ func measureStatus(t *testing.T, st store.Store, messages, partitions int) {
 	ctx := context.Background()
 	const q = "big"
 	perPart := max(messages/partitions, 2)
-	half := perPart / 2
 	older, newer := time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
 	fillStart := time.Now()
-	chunk := max(5000/half, 1)
-	payload := []byte(`{"orderId":12345,"status":"created","amount":99.5}`)
+	payload := fillHalves(t, st, q, partitions, perPart, older, newer)
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
-	for _, phase := range []struct {
-		at time.Time
-		n  int
-	}{{older, half}, {newer, perPart - half}} {
-		for first := 0; first < partitions; first += chunk {
-			var items []store.PushItem
-			for p := first; p < min(first+chunk, partitions); p++ {
-				for range phase.n {
-					items = append(items, store.PushItem{MessageID: newID(), TransactionID: newID(), Queue: q,
-						Namespace: "bench", Task: "fill", Partition: fmt.Sprintf("p%05d", p), Payload: payload})
-				}
-			}
-			if _, err := st.MessagePushMany(ctx, &store.MessagePushManyParams{Items: items, Now: phase.at}); err != nil {
-				t.Fatalf("fill: %v", err)
-			}
-		}
-	}
 	var small []store.PushItem
 	for i := range 99 {
 		small = append(small, store.PushItem{MessageID: newID(), TransactionID: newID(), Queue: fmt.Sprintf("small-%02d", i),
@@ -102,54 +83,35 @@ func measureStatus(t *testing.T, st store.Store, messages, partitions int) {
 	c := newClient(StartServer(t, st, server.Config{Version: "0.0.0-status-bench"}))
 	t.Cleanup(c.hc.CloseIdleConnections)
 	dayAgo := "from=" + url.QueryEscape(time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339))
-	routes := []struct {
-		name, path string
-		rounds     int
-	}{
-		{"status (hour)", "/api/v1/status", 20},
-		{"status (day)", "/api/v1/status?" + dayAgo, 10},
-		{"status (queue=big)", "/api/v1/status?queue=big", 10},
-		{"status_queues", "/api/v1/status/queues", 20},
-		{"status_queue (1000 partitions)", "/api/v1/status/queues/big", 10},
-		{"status_queue (limit=100)", "/api/v1/status/queues/big?limit=100", 10},
-		{"status_queue_messages (first page)", "/api/v1/status/queues/big/messages", 20},
-		{"status_queue_messages (offset=1000)", "/api/v1/status/queues/big/messages?offset=1000", 10},
-		{"status_queue_messages (offset=9950)", "/api/v1/status/queues/big/messages?offset=9950", 10},
-		{"status_analytics (day, hourly)", "/api/v1/status/analytics", 20},
-		{"status_analytics (day, by minute)", "/api/v1/status/analytics?interval=minute", 10},
-		{"analytics_system_metrics (hour)", "/api/v1/analytics/system-metrics", 20},
-		{"analytics_system_metrics (day)", "/api/v1/analytics/system-metrics?" + dayAgo, 10},
-		{"analytics_worker_metrics (hour)", "/api/v1/analytics/worker-metrics", 10},
-		{"analytics_worker_metrics (day)", "/api/v1/analytics/worker-metrics?" + dayAgo, 10},
-		{"analytics_queue_lag (hour)", "/api/v1/analytics/queue-lag", 20},
-		{"analytics_queue_ops (hour)", "/api/v1/analytics/queue-ops", 20},
-		{"analytics_queue_ops (day)", "/api/v1/analytics/queue-ops?" + dayAgo, 10},
-		{"analytics_queue_parked_replicas (hour)", "/api/v1/analytics/queue-parked-replicas", 20},
-		{"analytics_retention (hour)", "/api/v1/analytics/retention", 20},
-		{"analytics_postgres_stats", "/api/v1/analytics/postgres-stats", 10},
-		{"metrics (JSON)", "/metrics", 20},
-		{"metrics_prometheus (cached)", "/metrics/prometheus", 20},
+	routes := []timedRoute{
+		{"status (hour)", "GET", "/api/v1/status", nil, 20},
+		{"status (day)", "GET", "/api/v1/status?" + dayAgo, nil, 10},
+		{"status (queue=big)", "GET", "/api/v1/status?queue=big", nil, 10},
+		{"status_queues", "GET", "/api/v1/status/queues", nil, 20},
+		{"status_queue (1000 partitions)", "GET", "/api/v1/status/queues/big", nil, 10},
+		{"status_queue (limit=100)", "GET", "/api/v1/status/queues/big?limit=100", nil, 10},
+		{"status_queue_messages (first page)", "GET", "/api/v1/status/queues/big/messages", nil, 20},
+		{"status_queue_messages (offset=1000)", "GET", "/api/v1/status/queues/big/messages?offset=1000", nil, 10},
+		{"status_queue_messages (offset=9950)", "GET", "/api/v1/status/queues/big/messages?offset=9950", nil, 10},
+		{"status_analytics (day, hourly)", "GET", "/api/v1/status/analytics", nil, 20},
+		{"status_analytics (day, by minute)", "GET", "/api/v1/status/analytics?interval=minute", nil, 10},
+		{"analytics_system_metrics (hour)", "GET", "/api/v1/analytics/system-metrics", nil, 20},
+		{"analytics_system_metrics (day)", "GET", "/api/v1/analytics/system-metrics?" + dayAgo, nil, 10},
+		{"analytics_worker_metrics (hour)", "GET", "/api/v1/analytics/worker-metrics", nil, 10},
+		{"analytics_worker_metrics (day)", "GET", "/api/v1/analytics/worker-metrics?" + dayAgo, nil, 10},
+		{"analytics_queue_lag (hour)", "GET", "/api/v1/analytics/queue-lag", nil, 20},
+		{"analytics_queue_ops (hour)", "GET", "/api/v1/analytics/queue-ops", nil, 20},
+		{"analytics_queue_ops (day)", "GET", "/api/v1/analytics/queue-ops?" + dayAgo, nil, 10},
+		{"analytics_queue_parked_replicas (hour)", "GET", "/api/v1/analytics/queue-parked-replicas", nil, 20},
+		{"analytics_retention (hour)", "GET", "/api/v1/analytics/retention", nil, 20},
+		{"analytics_postgres_stats", "GET", "/api/v1/analytics/postgres-stats", nil, 10},
+		{"metrics (JSON)", "GET", "/metrics", nil, 20},
+		{"metrics_prometheus (cached)", "GET", "/metrics/prometheus", nil, 20},
 	}
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%-48s %10s %10s  (%d messages, %d partitions, engine %s)\n", "route", "p50", "p95",
 		perPart*partitions, partitions, st.Engine())
-	for _, rt := range routes {
-		var lats []time.Duration
-		for i := range rt.rounds + 1 {
-			start := time.Now()
-			r := c.do(t, "GET", rt.path, nil)
-			d := time.Since(start)
-			if r.Status/100 != 2 {
-				t.Fatalf("%s: %v", rt.name, r)
-			}
-			if i > 0 {
-				lats = append(lats, d)
-			}
-		}
-		slices.Sort(lats)
-		fmt.Fprintf(&report, "%-48s %10v %10v\n", "GET "+rt.name, lats[len(lats)/2].Round(10*time.Microsecond),
-			lats[min(len(lats)-1, len(lats)*95/100)].Round(10*time.Microsecond))
-	}
+	timeRoutes(t, c, routes, &report)
 	// What a scrape costs when its cached figures are stale: the source read.
 	ctl := control.New(st, control.Config{})
 	var lats []time.Duration
