@@ -1,17 +1,15 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/ephsql"
 )
 
 // Ephemeral queues. ephemeral_messages is UNLOGGED (see the migration): a
@@ -25,20 +23,10 @@ import (
 // holds exactly, and seq grows in commit order within the queue); pops take
 // no lock on the queue row, so they never wait for pushes.
 const (
-	sqlEphQueueLock = `SELECT id, ttl_ms, max_messages, created_at, expires_at FROM ephemeral_queues
-		WHERE tenant = $1 AND name = $2 FOR UPDATE`
-	sqlEphInsert = `INSERT INTO ephemeral_queues (tenant, name, ttl_ms, max_messages, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`
 	sqlEphDeleteQueue = `DELETE FROM ephemeral_queues WHERE tenant = $1 AND name = $2 RETURNING id, expires_at`
 	sqlEphDropQueue   = `DELETE FROM ephemeral_queues WHERE id = $1`
 	sqlEphDropMsgs    = `DELETE FROM ephemeral_messages WHERE queue_id = ANY($1)`
-	sqlEphKeepalive   = `UPDATE ephemeral_queues SET expires_at = $3 + ttl_ms
-		WHERE tenant = $1 AND name = $2 AND expires_at > $3
-		RETURNING ttl_ms, max_messages, created_at, expires_at`
-	sqlEphLive = `SELECT id FROM ephemeral_queues WHERE tenant = $1 AND name = $2 AND expires_at > $3`
-	sqlEphPop  = `DELETE FROM ephemeral_messages WHERE seq IN
-			(SELECT seq FROM ephemeral_messages WHERE queue_id = $1 ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING seq, id, payload, created_at`
+	sqlEphLive        = `SELECT id FROM ephemeral_queues WHERE tenant = $1 AND name = $2 AND expires_at > $3`
 	// The live queues of a push, locked in id order (no lock cycle between
 	// two pushes), with their depths.
 	sqlEphPushQueues = `SELECT q.id, q.name, q.max_messages,
@@ -47,51 +35,36 @@ const (
 		ORDER BY q.id FOR UPDATE OF q`
 	sqlEphMsgInsert = `INSERT INTO ephemeral_messages (queue_id, id, payload, created_at)
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bigint[])`
-	sqlEphList = `SELECT q.name, q.ttl_ms, q.max_messages, q.created_at, q.expires_at,
-			(SELECT count(*) FROM ephemeral_messages m WHERE m.queue_id = q.id), count(*) OVER ()
-		FROM ephemeral_queues q WHERE q.tenant = $1 AND q.expires_at > $2
-		ORDER BY q.name LIMIT $3 OFFSET $4`
-	sqlEphCount = `SELECT count(*) FROM ephemeral_queues WHERE tenant = $1 AND expires_at > $2`
 	sqlEphSweep = `DELETE FROM ephemeral_queues WHERE id IN
 			(SELECT id FROM ephemeral_queues WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
 			 FOR UPDATE SKIP LOCKED)
 		RETURNING id`
 )
 
-func ephQueue(name string, ttlMs int64, maxMessages int, createdAt, expiresAt int64) *store.EphemeralQueue {
-	return &store.EphemeralQueue{Name: name, TTL: time.Duration(ttlMs) * time.Millisecond, MaxMessages: maxMessages,
-		CreatedAt: time.UnixMilli(createdAt).UTC(), ExpiresAt: time.UnixMilli(expiresAt).UTC()}
+// A create locks the queue's row it replaces; pops skip the messages
+// another pop holds.
+var (
+	sqlEphQueueLock = ephsql.Row(" FOR UPDATE")
+	sqlEphPop       = ephsql.Pop(" FOR UPDATE SKIP LOCKED")
+)
+
+// ephDrop deletes a queue's row and its messages.
+func (t *txn) ephDrop(id int64) error {
+	b := &pgx.Batch{}
+	b.Queue(sqlEphDropMsgs, []int64{id})
+	b.Queue(sqlEphDropQueue, id)
+	return t.execBatch(b)
 }
 
 // EphemeralCreate creates a queue, replacing an expired one of that name.
 // Two creates of a new name race on the unique index; the loser is retried
 // (runTx) and finds the winner's queue.
 func (s *Store) EphemeralCreate(ctx context.Context, p *store.EphemeralCreateParams) (*store.EphemeralQueue, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
-	nowMs := p.Now.UnixMilli()
-	ttlMs := p.TTL.Milliseconds()
+	var out *store.EphemeralQueue
 	err := s.inTx(ctx, "ephemeral create", func(t *txn) error {
-		var id, ttl, createdAt, expiresAt int64
-		var maxMessages int
-		err := t.tx.QueryRow(t.ctx, sqlEphQueueLock, tenant, p.Name).Scan(&id, &ttl, &maxMessages, &createdAt, &expiresAt)
-		switch {
-		case err == nil && expiresAt > nowMs:
-			return store.ErrEphemeralExists
-		case err == nil:
-			b := &pgx.Batch{}
-			b.Queue(sqlEphDropMsgs, []int64{id})
-			b.Queue(sqlEphDropQueue, id)
-			if err := t.execBatch(b); err != nil {
-				return fmt.Errorf("replace expired ephemeral queue: %w", err)
-			}
-		case !errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("read ephemeral queue: %w", err)
-		}
-		if err := t.tx.QueryRow(t.ctx, sqlEphInsert, tenant, p.Name, ttlMs, p.MaxMessages, nowMs, nowMs+ttlMs).
-			Scan(&id); err != nil {
-			return fmt.Errorf("create ephemeral queue: %w", err)
-		}
-		return nil
+		var err error
+		out, err = ephsql.CreateIn(t.q(), sqlEphQueueLock, t.ephDrop, p)
+		return err
 	})
 	if errors.Is(err, store.ErrEphemeralExists) {
 		return nil, store.ErrEphemeralExists
@@ -99,7 +72,7 @@ func (s *Store) EphemeralCreate(ctx context.Context, p *store.EphemeralCreatePar
 	if err != nil {
 		return nil, err
 	}
-	return ephQueue(p.Name, ttlMs, p.MaxMessages, nowMs, nowMs+ttlMs), nil
+	return out, nil
 }
 
 // EphemeralDelete deletes a queue and its messages.
@@ -128,18 +101,9 @@ func (s *Store) EphemeralDelete(ctx context.Context, p *store.EphemeralDeletePar
 func (s *Store) EphemeralKeepalive(ctx context.Context, p *store.EphemeralKeepaliveParams) (*store.EphemeralQueue, error) {
 	var out *store.EphemeralQueue
 	err := s.inTx(ctx, "ephemeral keepalive", func(t *txn) error {
-		var ttl, createdAt, expiresAt int64
-		var maxMessages int
-		err := t.tx.QueryRow(t.ctx, sqlEphKeepalive, store.TenantOrDefault(p.Tenant), p.Name, p.Now.UnixMilli()).
-			Scan(&ttl, &maxMessages, &createdAt, &expiresAt)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return store.ErrEphemeralNotFound
-		case err != nil:
-			return fmt.Errorf("keep ephemeral queue alive: %w", err)
-		}
-		out = ephQueue(p.Name, ttl, maxMessages, createdAt, expiresAt)
-		return nil
+		var err error
+		out, err = ephsql.KeepaliveIn(t.q(), p)
+		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.ErrEphemeralNotFound
@@ -152,32 +116,8 @@ func (s *Store) EphemeralList(ctx context.Context, p *store.EphemeralListParams)
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	tenant := store.TenantOrDefault(p.Tenant)
-	nowMs := p.Now.UnixMilli()
-	out := &store.EphemeralListResult{Queues: []store.EphemeralQueue{}}
-	rows, _ := s.pool.Query(ctx, sqlEphList, tenant, nowMs, limit, p.Offset)
-	var name string
-	var ttl, createdAt, expiresAt int64
-	var maxMessages, depth int
-	if _, err := pgx.ForEachRow(rows, []any{&name, &ttl, &maxMessages, &createdAt, &expiresAt, &depth, &out.Total},
-		func() error {
-			q := ephQueue(name, ttl, maxMessages, createdAt, expiresAt)
-			q.Depth = depth
-			out.Queues = append(out.Queues, *q)
-			return nil
-		}); err != nil {
-		return nil, wrapErr("postgres: list ephemeral queues", err)
-	}
-	if len(out.Queues) == 0 && p.Offset > 0 {
-		if err := s.pool.QueryRow(ctx, sqlEphCount, tenant, nowMs).Scan(&out.Total); err != nil {
-			return nil, wrapErr("postgres: count ephemeral queues", err)
-		}
-	}
-	return out, nil
+	out, err := ephsql.ListIn(s.poolQ(ctx), p)
+	return out, readErr("postgres", err)
 }
 
 // EphemeralPop deletes and returns the oldest messages of a live queue, in
@@ -195,28 +135,8 @@ func (s *Store) EphemeralPop(ctx context.Context, p *store.EphemeralPopParams) (
 	case err != nil:
 		return nil, wrapErr("postgres: read ephemeral queue", err)
 	}
-	type popped struct {
-		seq int64
-		m   store.EphemeralMessage
-	}
-	var got []popped
-	var one popped
-	var createdAt int64
-	rows, _ := s.pool.Query(ctx, sqlEphPop, id, max(p.Limit, 1))
-	if _, err := pgx.ForEachRow(rows, []any{&one.seq, &one.m.ID, &one.m.Payload, &createdAt}, func() error {
-		one.m.CreatedAt = time.UnixMilli(createdAt).UTC()
-		got = append(got, one)
-		one = popped{}
-		return nil
-	}); err != nil {
-		return nil, wrapErr("postgres: pop ephemeral messages", err)
-	}
-	slices.SortFunc(got, func(a, b popped) int { return cmp.Compare(a.seq, b.seq) }) // RETURNING has no order
-	out := make([]store.EphemeralMessage, len(got))
-	for i, g := range got {
-		out[i] = g.m
-	}
-	return out, nil
+	out, err := ephsql.PopIn(s.poolQ(ctx), sqlEphPop, id, p.Limit)
+	return out, readErr("postgres", err)
 }
 
 // EphemeralPush stores messages in one transaction, which commits without
@@ -234,17 +154,13 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 	var out []store.EphemeralPushResult
 	err := s.inRelaxedTx(ctx, "ephemeral push", func(t *txn) error {
 		out = make([]store.EphemeralPushResult, len(p.Items))
-		type room struct {
-			id   int64
-			left int
-		}
-		rooms := make(map[string]*room, len(names))
+		rooms := make(map[string]*ephsql.Room, len(names))
 		rows, _ := t.tx.Query(t.ctx, sqlEphPushQueues, tenant, names, nowMs)
 		var id int64
 		var name string
 		var maxMessages, depth int
 		if _, err := pgx.ForEachRow(rows, []any{&id, &name, &maxMessages, &depth}, func() error {
-			rooms[name] = &room{id: id, left: max(maxMessages-depth, 0)}
+			rooms[name] = ephsql.NewRoom(id, maxMessages, depth)
 			return nil
 		}); err != nil {
 			return fmt.Errorf("lock ephemeral queues: %w", err)
@@ -256,16 +172,10 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 		var woken []store.Wake
 		for i, it := range p.Items {
 			rm := rooms[it.Queue]
-			switch {
-			case rm == nil:
-				out[i].Error = api.ReasonQueueNotFound
-				continue
-			case rm.left == 0:
-				out[i].Error = api.ReasonQueueFull
+			if out[i].Error = ephsql.Take(rm); out[i].Error != "" {
 				continue
 			}
-			rm.left--
-			qids, ids, payloads, at = append(qids, rm.id), append(ids, it.ID), append(payloads, it.Payload), append(at, nowMs)
+			qids, ids, payloads, at = append(qids, rm.ID), append(ids, it.ID), append(payloads, it.Payload), append(at, nowMs)
 			if k := (store.Wake{Key: store.EphemeralKey(tenant, it.Queue)}); !slices.Contains(woken, k) {
 				woken = append(woken, k) // Count 0: every waiter of the key looks
 			}
@@ -288,10 +198,7 @@ func (s *Store) EphemeralPush(ctx context.Context, p *store.EphemeralPushParams)
 // EphemeralSweep deletes a bounded number of expired queues with their
 // messages.
 func (s *Store) EphemeralSweep(ctx context.Context, p *store.EphemeralSweepParams) (int, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := ephsql.SweepLimit(p)
 	n := 0
 	err := s.inTx(ctx, "ephemeral sweep", func(t *txn) error {
 		rows, _ := t.tx.Query(t.ctx, sqlEphSweep, p.Now.UnixMilli(), limit)

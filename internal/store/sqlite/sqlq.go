@@ -23,6 +23,35 @@ func (s *Store) readQ(ctx context.Context) sqlq.Q { return liteq{ctx, s.reader} 
 // txQ returns the shared statement runner of a writer transaction.
 func txQ(ctx context.Context, tx *sql.Tx) sqlq.Q { return liteq{ctx, tx} }
 
+// q returns the shared statement runner of the job's transaction, which
+// runs the statements prepared on the writer connection as prepared.
+func (t *txn) q() sqlq.Q { return liteq{t.ctx, preparedOr{t}} }
+
+// preparedOr runs a statement prepared on the writer as prepared, any other
+// on the transaction.
+type preparedOr struct{ t *txn }
+
+func (p preparedOr) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if _, ok := p.t.st.all[q]; ok {
+		return p.t.stmt(q).ExecContext(ctx, args...)
+	}
+	return p.t.tx.ExecContext(ctx, q, args...)
+}
+
+func (p preparedOr) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if _, ok := p.t.st.all[q]; ok {
+		return p.t.stmt(q).QueryContext(ctx, args...)
+	}
+	return p.t.tx.QueryContext(ctx, q, args...)
+}
+
+func (p preparedOr) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if _, ok := p.t.st.all[q]; ok {
+		return p.t.stmt(q).QueryRowContext(ctx, args...)
+	}
+	return p.t.tx.QueryRowContext(ctx, q, args...)
+}
+
 func (q liteq) Row(query string, args ...any) sqlq.Row {
 	return liteRow{q.db.QueryRowContext(q.ctx, sqlq.SQLite(query), args...)}
 }

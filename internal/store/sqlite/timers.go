@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/sqlq"
 	"github.com/queen-go/queen/internal/store/timersql"
 )
 
@@ -27,7 +28,7 @@ const (
 )
 
 // timerStatements are prepared on the writer connection with the others.
-var timerStatements = []string{sqlTimerInsert, sqlTimerByTxn, sqlTimerFinish}
+var timerStatements = []string{sqlTimerInsert, sqlTimerByTxn, sqlTimerFinish, sqlq.SQLite(sqlTimersDue)}
 
 // The writer is the only one to touch a timer: no lock.
 var (
@@ -72,7 +73,7 @@ func (s *Store) TimerFireDue(ctx context.Context, p *store.TimerFireDueParams) (
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
 		var err error
-		out, err = timersql.Fire(txQ(t.ctx, tx), timersql.Engine{Due: sqlTimersDue, Push: t.push,
+		out, err = timersql.Fire(t.q(), timersql.Engine{Due: sqlTimersDue, Push: t.push,
 			Finish: func(fired []store.FiredTimer, nowMs int64) error {
 				for _, f := range fired {
 					tm := &f.Timer
