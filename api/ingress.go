@@ -68,6 +68,19 @@ type IngressQueue struct {
 	PartitionField  string `json:"partitionField,omitempty"`
 	Paused          bool   `json:"paused"`
 	Queue           string `json:"queue"`
+	// Forward lifts values off each accepted request (a header, a query
+	// parameter or a top-level body field) into headers its deliveries
+	// carry, snapshotted at accept.
+	Forward []IngressForward `json:"forward,omitempty"`
+}
+
+// IngressForward is one value an accepted request's deliveries carry:
+// From is "header", "query" or "body", Name what to read there, As the
+// header name it is delivered under.
+type IngressForward struct {
+	As   string `json:"as"`
+	From string `json:"from"`
+	Name string `json:"name"`
 }
 
 // IngressCredential is an API key or a signing secret of a queue. Secret

@@ -21,12 +21,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/broker"
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/service"
@@ -39,6 +41,7 @@ const (
 	DefaultMaxHops      = 8
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultNode         = "queen"
+	DefaultEventTTL     = 7 * 24 * time.Hour
 	sweepEvery          = time.Minute
 )
 
@@ -57,6 +60,9 @@ type Config struct {
 	// Node names this cell in X-Queuey-Path segments (QUEEN_INGRESS_NODE);
 	// brokers sharing a database share it.
 	Node string
+	// EventTTL is how long what an event brought besides its body (its
+	// path, its forwarded values) is kept for its deliveries.
+	EventTTL time.Duration
 	// Encryption seals signing secrets at rest; nil stores them as they
 	// are.
 	Encryption *crypt.Keyring
@@ -75,6 +81,7 @@ type Store interface {
 	WebhookDelete(ctx context.Context, p *store.WebhookKey) error
 	WebhookNonceClaim(ctx context.Context, p *store.WebhookNonceParams) (bool, error)
 	WebhookNonceSweep(ctx context.Context, p *store.WebhookNonceSweepParams) (int, error)
+	WebhookSweep(ctx context.Context, p *store.WebhookSweepParams) (int, error)
 }
 
 // Broker is the message plane the ingress pushes into.
@@ -88,7 +95,7 @@ const (
 	KindQueue  = "ingress"        // id: the queue
 	KindAPIKey = "ingress_key"    // id: the key id
 	KindSecret = "ingress_secret" // id: the key id
-	KindEvent  = "ingress_event"  // id: the message id; only events that came with a path
+	KindEvent  = "ingress_event"  // id: EventKey; only events with a path or forwarded values
 )
 
 // The authentication modes of a queue.
@@ -113,6 +120,7 @@ func New(st Store, b Broker, cfg Config) *Ingress {
 	cfg.MaxHops = cmp.Or(cfg.MaxHops, DefaultMaxHops)
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.Node = cmp.Or(cfg.Node, DefaultNode)
+	cfg.EventTTL = cmp.Or(cfg.EventTTL, DefaultEventTTL)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -140,15 +148,22 @@ func (in *Ingress) sweep(ctx context.Context) {
 	} else if n > 0 {
 		in.log.Debug("nonces swept", "nonces", n)
 	}
+	n, err = in.st.WebhookSweep(ctx, &store.WebhookSweepParams{Kind: KindEvent, Before: in.cfg.Now().Add(-in.cfg.EventTTL)})
+	if err != nil && ctx.Err() == nil {
+		in.log.Warn("event sweep failed", "err", err)
+	} else if n > 0 {
+		in.log.Debug("events swept", "events", n)
+	}
 }
 
 // queueDoc is the stored form of a queue's ingress settings.
 type queueDoc struct {
-	Auth            string   `json:"auth"`
-	AllowIPs        []string `json:"allowIps,omitempty"`
-	PartitionHeader string   `json:"partitionHeader,omitempty"`
-	PartitionField  string   `json:"partitionField,omitempty"`
-	Paused          bool     `json:"paused,omitempty"`
+	Auth            string               `json:"auth"`
+	AllowIPs        []string             `json:"allowIps,omitempty"`
+	PartitionHeader string               `json:"partitionHeader,omitempty"`
+	PartitionField  string               `json:"partitionField,omitempty"`
+	Paused          bool                 `json:"paused,omitempty"`
+	Forward         []api.IngressForward `json:"forward,omitempty"`
 }
 
 // keyDoc is the stored form of an API key: the SHA-256 of its secret.
@@ -163,9 +178,41 @@ type secretDoc struct {
 	Sealed bool   `json:"sealed,omitempty"`
 }
 
-// eventDoc is what an event brought besides its body that delivery needs.
-type eventDoc struct {
-	Path []string `json:"path"`
+// Event is what an event brought besides its body that delivery needs,
+// written before the message is pushed (so a delivery never misses it):
+// the X-Queuey-Path it came with and the forwarded values, header name to
+// value.
+type Event struct {
+	Headers map[string]string `json:"headers,omitempty"`
+	Path    []string          `json:"path,omitempty"`
+}
+
+// EventReader reads the events' documents.
+type EventReader interface {
+	WebhookGet(ctx context.Context, p *store.WebhookKey) (*store.WebhookDoc, error)
+}
+
+// EventKey is the document id of the event of queue's partition with
+// transaction id txn: the message id is minted only by the push.
+func EventKey(queue, partition, txn string) string {
+	return BodySHA([]byte(queue + "\x00" + partition + "\x00" + txn))
+}
+
+// LoadEvent reads what an event of queue brought besides its body; nil
+// when it brought nothing (or came through another route).
+func LoadEvent(ctx context.Context, st EventReader, tenant, queue, partition, txn string) (*Event, error) {
+	d, err := st.WebhookGet(ctx, &store.WebhookKey{Tenant: store.TenantOrDefault(tenant), Kind: KindEvent,
+		ID: EventKey(queue, partition, txn)})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var e Event
+	if err := json.Unmarshal(d.Doc, &e); err != nil {
+		return nil, fmt.Errorf("event of %s: %w", queue, err)
+	}
+	return &e, nil
 }
 
 func (in *Ingress) queueConfig(ctx context.Context, tenant, queue string) (*queueDoc, error) {

@@ -49,8 +49,29 @@ func decodeQueue(body []byte) (*queueDoc, error) {
 	if len(q.PartitionHeader) > 128 || len(q.PartitionField) > 128 {
 		return nil, api.ErrBadRequest.With("bad body: partitionHeader and partitionField are at most 128 bytes")
 	}
+	if len(q.Forward) > 32 {
+		return nil, api.ErrBadRequest.With("bad body: forward has at most 32 entries")
+	}
+	seen := map[string]bool{}
+	for _, f := range q.Forward {
+		switch {
+		case f.From != "header" && f.From != "query" && f.From != "body":
+			return nil, api.ErrBadRequest.Withf("bad body: forward: from must be header, query or body, not %q", f.From)
+		case f.Name == "" || len(f.Name) > 128:
+			return nil, api.ErrBadRequest.With("bad body: forward: name must be 1 to 128 bytes")
+		case !ValidHeaderName(f.As):
+			return nil, api.ErrBadRequest.Withf("bad body: forward: %q is not a header name", f.As)
+		case NeverForward(f.As):
+			return nil, api.ErrBadRequest.Withf("bad body: forward: %s can never be forwarded", f.As)
+		case f.From == "header" && NeverForward(f.Name):
+			return nil, api.ErrBadRequest.Withf("bad body: forward: %s can never be forwarded", f.Name)
+		case seen[http.CanonicalHeaderKey(f.As)]:
+			return nil, api.ErrBadRequest.Withf("bad body: forward: %s named twice", f.As)
+		}
+		seen[http.CanonicalHeaderKey(f.As)] = true
+	}
 	return &queueDoc{Auth: q.Auth, AllowIPs: q.AllowIPs, PartitionHeader: q.PartitionHeader,
-		PartitionField: q.PartitionField, Paused: q.Paused}, nil
+		PartitionField: q.PartitionField, Paused: q.Paused, Forward: q.Forward}, nil
 }
 
 func wire(queue string, q *queueDoc) api.IngressQueue {
@@ -59,7 +80,7 @@ func wire(queue string, q *queueDoc) api.IngressQueue {
 		allow = []string{}
 	}
 	return api.IngressQueue{Queue: queue, Auth: q.Auth, AllowIPs: allow, PartitionHeader: q.PartitionHeader,
-		PartitionField: q.PartitionField, Paused: q.Paused}
+		PartitionField: q.PartitionField, Paused: q.Paused, Forward: q.Forward}
 }
 
 func checkQueueName(queue string) error {

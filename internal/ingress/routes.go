@@ -133,6 +133,22 @@ func (in *Ingress) accept(r *http.Request) (*api.IngressAccepted, error) {
 		}
 		item.TransactionID = key
 	}
+	// What delivery needs besides the body is kept before the push, keyed
+	// by the transaction id (minted here when the producer sent none), so
+	// that no delivery can pop the message before it. A repeated key keeps
+	// the first event's.
+	ev := Event{Path: path, Headers: snapshot(r, cfg.Forward, body)}
+	if len(ev.Path) > 0 || len(ev.Headers) > 0 {
+		if item.TransactionID == "" {
+			item.TransactionID = newID(16)
+		}
+		doc, _ := json.Marshal(ev)
+		if err := in.st.WebhookPut(ctx, &store.WebhookPutParams{WebhookKey: store.WebhookKey{Tenant: tenant,
+			Kind: KindEvent, ID: EventKey(queue, partition, item.TransactionID)}, Queue: queue, Doc: doc,
+			IfAbsent: true, Now: in.cfg.Now()}); err != nil {
+			return nil, err
+		}
+	}
 	verdicts, err := in.b.Push(ctx, broker.Caller{Tenant: tenant}, []store.PushItem{item})
 	if err != nil {
 		return nil, err
@@ -145,13 +161,6 @@ func (in *Ingress) accept(r *http.Request) (*api.IngressAccepted, error) {
 	}
 	res := &api.IngressAccepted{EventID: v.MessageID, Queue: queue, Partition: partition,
 		Replayed: v.Status == store.PushDuplicate}
-	if len(path) > 0 && !res.Replayed {
-		doc, _ := json.Marshal(eventDoc{Path: path})
-		if err := in.st.WebhookPut(ctx, &store.WebhookPutParams{WebhookKey: store.WebhookKey{Tenant: tenant,
-			Kind: KindEvent, ID: v.MessageID}, Queue: queue, Doc: doc, Now: in.cfg.Now()}); err != nil {
-			in.log.Warn("event path not kept; delivery will send ours only", "event", v.MessageID, "err", err)
-		}
-	}
 	return res, nil
 }
 
@@ -302,3 +311,78 @@ func allowed(list []string, remote string) bool {
 	}
 	return false
 }
+
+// snapshot lifts the forwarded values off an accepted request.
+func snapshot(r *http.Request, forward []api.IngressForward, body []byte) map[string]string {
+	if len(forward) == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	out := map[string]string{}
+	for _, f := range forward {
+		var v string
+		switch f.From {
+		case "header":
+			v = r.Header.Get(f.Name)
+		case "query":
+			v = r.URL.Query().Get(f.Name)
+		case "body":
+			if fields == nil && len(body) > 0 && body[0] == '{' {
+				_ = json.Unmarshal(body, &fields)
+			}
+			if raw, ok := fields[f.Name]; ok {
+				if json.Unmarshal(raw, &v) != nil {
+					v = string(raw) // a number or a literal as written
+				}
+			}
+		}
+		if v = strings.TrimSpace(v); v != "" && len(v) <= maxForwardValue && validHeaderValue(v) {
+			out[http.CanonicalHeaderKey(f.As)] = v
+		}
+	}
+	return out
+}
+
+// maxForwardValue caps a forwarded value.
+const maxForwardValue = 1024
+
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// NeverForward reports whether a header name may never be forwarded (nor
+// lifted off a request): the X-Queuey-* vocabulary, dedup identities,
+// credentials and the transport's own headers.
+func NeverForward(name string) bool {
+	n := http.CanonicalHeaderKey(strings.TrimSpace(name))
+	if strings.HasPrefix(n, "X-Queuey-") {
+		return true
+	}
+	switch n {
+	case "Idempotency-Key", "X-Idempotency-Key", "X-Delivery-Key",
+		"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key",
+		"Host", "Content-Type", "Content-Length", "Connection", "Transfer-Encoding", "Expect", "Upgrade", "Te":
+		return true
+	}
+	return false
+}
+
+// Transport reports whether a header name belongs to the outbound
+// request's transport (no configured header may set it).
+func Transport(name string) bool {
+	switch http.CanonicalHeaderKey(strings.TrimSpace(name)) {
+	case "Host", "Content-Type", "Content-Length", "Connection", "Transfer-Encoding", "Expect", "Upgrade", "Te":
+		return true
+	}
+	return false
+}
+
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+
+// ValidHeaderName reports whether s is a header name (an HTTP token).
+func ValidHeaderName(s string) bool { return headerName.MatchString(s) }

@@ -25,6 +25,7 @@ import (
 	"github.com/queen-go/queen/internal/control"
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/dashboard"
+	"github.com/queen-go/queen/internal/delivery"
 	"github.com/queen-go/queen/internal/ephemeral"
 	"github.com/queen-go/queen/internal/httpapi"
 	"github.com/queen-go/queen/internal/ingress"
@@ -115,7 +116,10 @@ type Config struct {
 	Ephemeral ephemeral.Config
 	// Ingress configures webhook ingress (QUEEN_INGRESS_*); the zero value
 	// takes its defaults, on.
-	Ingress   ingress.Config
+	Ingress ingress.Config
+	// Delivery configures webhook push delivery (QUEEN_DELIVERY_*); the
+	// zero value takes its defaults, on, public addresses only.
+	Delivery  delivery.Config
 	KV        kv.Config
 	RateLimit ratelimit.Config
 	Timers    timers.Config
@@ -206,6 +210,13 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	inCfg := cfg.Ingress
 	inCfg.Logger, inCfg.Registerer, inCfg.Encryption = log, reg, cfg.Encryption
 	hooks := ingress.New(st, b, inCfg)
+	dlCfg := cfg.Delivery
+	dlCfg.Logger, dlCfg.Registerer, dlCfg.Encryption = log, reg, cfg.Encryption
+	dlCfg.Node = cmp.Or(dlCfg.Node, inCfg.Node)
+	pushes, err := delivery.New(st, b, dlCfg)
+	if err != nil {
+		return nil, err
+	}
 	handler := httpapi.New(httpapi.Config{
 		KV: kvs, Timers: tms, Ephemeral: eph, RateLimit: ratelimit.New(cfg.RateLimit),
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
@@ -226,7 +237,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	s.spool = sp
 	// Every source of background work, in start order (stopped in
 	// reverse).
-	sources := []service.Source{verifier, b, ctl, sx, service.List{listener, s.sampler}, kvs, tms, eph, hooks}
+	sources := []service.Source{verifier, b, ctl, sx, service.List{listener, s.sampler}, kvs, tms, eph, hooks, pushes}
 	s.services = service.NewSupervisor(log, service.Collect(sources...)...)
 	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
 	s.http = &http.Server{

@@ -11,15 +11,20 @@ import (
 // requests. The documents' formats are the features'; the store only keys
 // them by (tenant, kind, id) and lists them by kind and queue.
 type WebhookStore interface {
-	// WebhookPut stores a document, replacing one with the same key.
+	// WebhookPut stores a document, replacing one with the same key (or,
+	// with p.IfAbsent, leaving it).
 	WebhookPut(ctx context.Context, p *WebhookPutParams) error
 	// WebhookGet reads one document; ErrNotFound when absent.
 	WebhookGet(ctx context.Context, p *WebhookKey) (*WebhookDoc, error)
 	// WebhookList reads the documents of a kind, of one queue when
-	// p.Queue is set, in id order.
+	// p.Queue is set, in id order; with p.AllTenants, of every tenant in
+	// (tenant, id) order, p.Tenant and p.Queue ignored.
 	WebhookList(ctx context.Context, p *WebhookListParams) ([]WebhookDoc, error)
 	// WebhookDelete deletes one document; ErrNotFound when absent.
 	WebhookDelete(ctx context.Context, p *WebhookKey) error
+	// WebhookSweep deletes the documents of p.Kind, of every tenant, last
+	// written before p.Before, and returns how many it deleted.
+	WebhookSweep(ctx context.Context, p *WebhookSweepParams) (int, error)
 	// WebhookNonceClaim records a nonce until p.Until and reports true, or
 	// reports false when the same nonce is already recorded and has not
 	// expired at p.Now (a replay). Expired nonces may be claimed again.
@@ -48,16 +53,19 @@ type WebhookDoc struct {
 // WebhookPutParams stores Doc under Key.
 type WebhookPutParams struct {
 	WebhookKey
-	Doc   []byte
-	Now   time.Time
-	Queue string
+	Doc []byte
+	// IfAbsent leaves a document already stored under the key as it is.
+	IfAbsent bool
+	Now      time.Time
+	Queue    string
 }
 
 // WebhookListParams lists the documents of Kind (of Queue when set).
 type WebhookListParams struct {
-	Kind   string
-	Queue  string
-	Tenant string
+	AllTenants bool
+	Kind       string
+	Queue      string
+	Tenant     string
 }
 
 // WebhookNonceParams claims Nonce of KeyID until Until.
@@ -72,4 +80,10 @@ type WebhookNonceParams struct {
 // WebhookNonceSweepParams sweeps the nonces expired at Now.
 type WebhookNonceSweepParams struct {
 	Now time.Time
+}
+
+// WebhookSweepParams sweeps the documents of Kind written before Before.
+type WebhookSweepParams struct {
+	Before time.Time
+	Kind   string
 }

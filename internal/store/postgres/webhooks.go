@@ -15,8 +15,12 @@ import (
 
 // WebhookPut stores a document.
 func (s *Store) WebhookPut(ctx context.Context, p *store.WebhookPutParams) error {
+	q := webhooksql.Put
+	if p.IfAbsent {
+		q = webhooksql.PutNew
+	}
 	return s.inTx(ctx, "webhook put", func(t *txn) error {
-		_, err := t.tx.Exec(t.ctx, webhooksql.Put, store.TenantOrDefault(p.Tenant), p.Kind, p.ID, p.Queue, p.Doc,
+		_, err := t.tx.Exec(t.ctx, q, store.TenantOrDefault(p.Tenant), p.Kind, p.ID, p.Queue, p.Doc,
 			p.Now.UnixMilli())
 		return err
 	})
@@ -46,13 +50,21 @@ func (s *Store) WebhookList(ctx context.Context, p *store.WebhookListParams) ([]
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	rows, _ := s.pool.Query(ctx, webhooksql.List, store.TenantOrDefault(p.Tenant), p.Kind, p.Queue)
-	out := []store.WebhookDoc{}
 	var id, queue string
 	var doc []byte
 	var created, updated int64
-	if _, err := pgx.ForEachRow(rows, []any{&id, &queue, &doc, &created, &updated}, func() error {
-		out = append(out, store.WebhookDoc{WebhookKey: store.WebhookKey{ID: id, Kind: p.Kind, Tenant: p.Tenant},
+	tenant := p.Tenant
+	dest := []any{&id, &queue, &doc, &created, &updated}
+	var rows pgx.Rows
+	if p.AllTenants {
+		rows, _ = s.pool.Query(ctx, webhooksql.ListAll, p.Kind)
+		dest = append([]any{&tenant}, dest...)
+	} else {
+		rows, _ = s.pool.Query(ctx, webhooksql.List, store.TenantOrDefault(p.Tenant), p.Kind, p.Queue)
+	}
+	out := []store.WebhookDoc{}
+	if _, err := pgx.ForEachRow(rows, dest, func() error {
+		out = append(out, store.WebhookDoc{WebhookKey: store.WebhookKey{ID: id, Kind: p.Kind, Tenant: tenant},
 			Queue: queue, Doc: append([]byte(nil), doc...), CreatedAt: time.UnixMilli(created).UTC(),
 			UpdatedAt: time.UnixMilli(updated).UTC()})
 		return nil
@@ -93,6 +105,17 @@ func (s *Store) WebhookNonceSweep(ctx context.Context, p *store.WebhookNonceSwee
 	var n int64
 	err := s.inRelaxedTx(ctx, "nonce sweep", func(t *txn) error {
 		tag, err := t.tx.Exec(t.ctx, webhooksql.NonceSweep, p.Now.UnixMilli())
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// WebhookSweep deletes a kind's documents written before a time.
+func (s *Store) WebhookSweep(ctx context.Context, p *store.WebhookSweepParams) (int, error) {
+	var n int64
+	err := s.inRelaxedTx(ctx, "webhook sweep", func(t *txn) error {
+		tag, err := t.tx.Exec(t.ctx, webhooksql.Sweep, p.Kind, p.Before.UnixMilli())
 		n = tag.RowsAffected()
 		return err
 	})

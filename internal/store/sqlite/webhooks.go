@@ -15,7 +15,10 @@ import (
 // writes are writer jobs, reads go to the read-only connections.
 var (
 	sqlWebhookPut        = webhooksql.SQLite(webhooksql.Put)
+	sqlWebhookPutNew     = webhooksql.SQLite(webhooksql.PutNew)
 	sqlWebhookGet        = webhooksql.SQLite(webhooksql.Get)
+	sqlWebhookListAll    = webhooksql.SQLite(webhooksql.ListAll)
+	sqlWebhookSweep      = webhooksql.SQLite(webhooksql.Sweep)
 	sqlWebhookList       = webhooksql.SQLite(webhooksql.List)
 	sqlWebhookDelete     = webhooksql.SQLite(webhooksql.Delete)
 	sqlWebhookNonceClaim = webhooksql.SQLite(webhooksql.NonceClaim)
@@ -24,8 +27,12 @@ var (
 
 // WebhookPut stores a document.
 func (s *Store) WebhookPut(ctx context.Context, p *store.WebhookPutParams) error {
+	q := sqlWebhookPut
+	if p.IfAbsent {
+		q = sqlWebhookPutNew
+	}
 	return s.run(ctx, durable, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, sqlWebhookPut, store.TenantOrDefault(p.Tenant), p.Kind, p.ID, p.Queue,
+		if _, err := tx.ExecContext(ctx, q, store.TenantOrDefault(p.Tenant), p.Kind, p.ID, p.Queue,
 			p.Doc, p.Now.UnixMilli()); err != nil {
 			return fmt.Errorf("store webhook %s: %w", p.Kind, err)
 		}
@@ -57,7 +64,13 @@ func (s *Store) WebhookList(ctx context.Context, p *store.WebhookListParams) ([]
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	rows, err := s.reader.QueryContext(ctx, sqlWebhookList, store.TenantOrDefault(p.Tenant), p.Kind, p.Queue)
+	var rows *sql.Rows
+	var err error
+	if p.AllTenants {
+		rows, err = s.reader.QueryContext(ctx, sqlWebhookListAll, p.Kind)
+	} else {
+		rows, err = s.reader.QueryContext(ctx, sqlWebhookList, store.TenantOrDefault(p.Tenant), p.Kind, p.Queue)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: list webhook %s: %w", store.ErrUnavailable, p.Kind, err)
 	}
@@ -66,7 +79,11 @@ func (s *Store) WebhookList(ctx context.Context, p *store.WebhookListParams) ([]
 	for rows.Next() {
 		d := store.WebhookDoc{WebhookKey: store.WebhookKey{Kind: p.Kind, Tenant: p.Tenant}}
 		var created, updated int64
-		if err := rows.Scan(&d.ID, &d.Queue, &d.Doc, &created, &updated); err != nil {
+		dest := []any{&d.ID, &d.Queue, &d.Doc, &created, &updated}
+		if p.AllTenants {
+			dest = append([]any{&d.Tenant}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("%w: list webhook %s: %w", store.ErrUnavailable, p.Kind, err)
 		}
 		d.CreatedAt, d.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
@@ -115,6 +132,20 @@ func (s *Store) WebhookNonceSweep(ctx context.Context, p *store.WebhookNonceSwee
 		res, err := tx.ExecContext(ctx, sqlWebhookNonceSweep, p.Now.UnixMilli())
 		if err != nil {
 			return fmt.Errorf("sweep nonces: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}
+
+// WebhookSweep deletes a kind's documents written before a time.
+func (s *Store) WebhookSweep(ctx context.Context, p *store.WebhookSweepParams) (int, error) {
+	var n int64
+	err := s.run(ctx, relaxed, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlWebhookSweep, p.Kind, p.Before.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("sweep webhook %s: %w", p.Kind, err)
 		}
 		n, _ = res.RowsAffected()
 		return nil

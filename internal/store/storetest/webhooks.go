@@ -60,6 +60,26 @@ func runWebhooks(t *testing.T, newStore func(t *testing.T) store.Store) {
 		if d, err := s.WebhookGet(ctx, &store.WebhookKey{Kind: "target", ID: "k1"}); err != nil || string(d.Doc) != `{"t":1}` {
 			t.Fatalf("another kind survives: %+v %v", d, err)
 		}
+		if err := s.WebhookPut(ctx, &store.WebhookPutParams{WebhookKey: store.WebhookKey{Kind: "target", ID: "k1"},
+			Doc: []byte(`{"t":2}`), IfAbsent: true, Now: At(2 * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := s.WebhookGet(ctx, &store.WebhookKey{Kind: "target", ID: "k1"}); err != nil || string(d.Doc) != `{"t":1}` {
+			t.Fatalf("put if absent replaced a document: %+v %v", d, err)
+		}
+		everyone, err := s.WebhookList(ctx, &store.WebhookListParams{Kind: "key", AllTenants: true})
+		if err != nil || len(everyone) != 3 || everyone[0].Tenant != store.DefaultTenant ||
+			everyone[0].ID != "k2" || everyone[2].Tenant != "acme" {
+			t.Fatalf("list of every tenant: %+v %v", everyone, err)
+		}
+		// k2, k3 (default) and acme's k1 were written at 0, k1 (default) is gone.
+		n, err := s.WebhookSweep(ctx, &store.WebhookSweepParams{Kind: "key", Before: At(time.Second)})
+		if err != nil || n != 3 {
+			t.Fatalf("sweep: %d %v, want 3", n, err)
+		}
+		if d, err := s.WebhookGet(ctx, &store.WebhookKey{Kind: "target", ID: "k1"}); err != nil || string(d.Doc) != `{"t":1}` {
+			t.Fatalf("a sweep of another kind took a target: %+v %v", d, err)
+		}
 	})
 	t.Run("Nonces", func(t *testing.T) {
 		s := setup(t, newStore)

@@ -1,0 +1,5 @@
+//go:build race
+
+package delivery_test
+
+const raceOn = true
