@@ -40,7 +40,7 @@ func TestTwoBrokersShareDeliveries(t *testing.T) {
 	waitFor(t, 2*time.Minute, "every message delivered", func() bool {
 		rcv.mu.Lock()
 		defer rcv.mu.Unlock()
-		return len(rcv.ok) == n
+		return len(rcv.ok) == n && a.ack.count()+b.ack.count() == n
 	})
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()

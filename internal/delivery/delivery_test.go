@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -72,26 +73,37 @@ type node struct {
 // each message, to prove each was acknowledged once.
 type ackCounter struct {
 	*broker.Broker
+	t     testing.TB
 	mu    sync.Mutex
 	acked map[string]int // by transaction id
 }
 
 func (a *ackCounter) Ack(ctx context.Context, c broker.Caller, acks []store.Ack) ([]store.AckResult, error) {
 	res, err := a.Broker.Ack(ctx, c, acks)
-	if err == nil {
-		a.mu.Lock()
-		for i, r := range res {
-			if acks[i].Status == store.AckCompleted && r.Success && !r.Noop {
-				a.acked[acks[i].TransactionID]++
-			}
-		}
-		a.mu.Unlock()
+	if err != nil {
+		a.t.Logf("ack failed: %v", err)
+		return res, err
 	}
+	a.mu.Lock()
+	for i, r := range res {
+		if acks[i].Status == store.AckCompleted && r.Success && !r.Noop {
+			a.acked[acks[i].TransactionID]++
+		} else if acks[i].Status == store.AckCompleted {
+			a.t.Logf("ack of %s: %+v", acks[i].TransactionID, r)
+		}
+	}
+	a.mu.Unlock()
 	return res, err
 }
 
+func (a *ackCounter) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acked)
+}
+
 func fastConfig() delivery.Config {
-	return delivery.Config{Allow: []string{"127.0.0.1/32"}, Timeout: 300 * time.Millisecond, Attempts: 2,
+	return delivery.Config{Allow: []string{"127.0.0.1/32"}, Timeout: time.Second, Attempts: 2,
 		BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond, Workers: 16, Batch: 25,
 		PollWait: 300 * time.Millisecond, ReloadEvery: 100 * time.Millisecond}
 }
@@ -102,7 +114,8 @@ func startNode(t *testing.T, st store.Store, cfg delivery.Config) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	listened := make(chan struct{})
 	go func() { defer close(listened); _ = st.Listen(ctx, b.Wake) }()
-	ac := &ackCounter{Broker: b, acked: map[string]int{}}
+	ac := &ackCounter{Broker: b, t: t, acked: map[string]int{}}
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	svc, err := delivery.New(st, ac, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -284,14 +297,17 @@ func TestDeliveryUnderFailures(t *testing.T) {
 			if _, err := nd.b.Configure(ctx, broker.Caller{}, queue, "", "", opts); err != nil {
 				t.Fatal(err)
 			}
-			permanent := func(seq int) bool { return seq%20 == 7 }
+			// The plan goes by a message's rank in its partition, so that every
+			// partition gets its share of failures.
+			rank := func(seq int) int { return seq / partitions }
+			permanent := func(seq int) bool { return rank(seq)%20 == 7 }
 			rcv, srv := newReceiver(t, func(seq, attempt int) (int, bool) {
 				switch {
 				case permanent(seq):
 					return 500, false
-				case seq%100 == 3 && attempt == 1:
+				case rank(seq)%100 == 3 && attempt == 1:
 					return 0, true
-				case seq%50 == 11 && attempt == 1:
+				case rank(seq)%50 == 11 && attempt == 1:
 					return 503, false
 				}
 				return 200, false
@@ -324,7 +340,7 @@ func TestDeliveryUnderFailures(t *testing.T) {
 				rcv.mu.Lock()
 				got := len(rcv.ok)
 				rcv.mu.Unlock()
-				return got == n-wantDLQ && dlq() == wantDLQ
+				return got == n-wantDLQ && dlq() == wantDLQ && nd.ack.count() == n-wantDLQ
 			})
 			elapsed := time.Since(start)
 			rcv.mu.Lock()
@@ -367,6 +383,13 @@ func TestDeliveryUnderFailures(t *testing.T) {
 				elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 		})
 	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func dlqOf(queue string) *store.DLQListParams {
