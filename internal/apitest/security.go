@@ -112,6 +112,7 @@ func (s *suite) testSecurity(t *testing.T) {
 	t.Run("OperatorRoutes", s.testOperatorRoutes)
 	t.Run("OperatorRoutesTenancyOff", s.testOperatorRoutesTenancyOff)
 	t.Run("CrossSite", s.testCrossSite)
+	t.Run("MetricsClosed", s.testMetricsClosed)
 }
 
 // testCrossSite: with authentication off, a page of another origin cannot
@@ -176,5 +177,105 @@ func (s *suite) testCrossSite(t *testing.T) {
 			http.StatusForbidden, ""); msg != notJSON {
 			t.Fatalf("listed origin, text/plain: %q", msg)
 		}
+	})
+}
+
+// testMetricsClosed: JWT_SKIP_PATHS governs the public routes it names
+// (with none, the metrics and the OpenAPI document need a read-level
+// token) while the probes stay public; QUEEN_METRICS_AUTH closes the
+// metrics whatever the list says; with tenancy on a tenant-bound token
+// scrapes only its own tenant's series and cannot read the process-wide
+// JSON snapshot.
+func (s *suite) testMetricsClosed(t *testing.T) {
+	jwtOn := func(skip []string) auth.Config {
+		return auth.Config{JWTEnabled: true, Secret: authSecret, Issuer: authIssuer, Audience: []string{authAudience},
+			SkipPaths: skip}
+	}
+	read := bearer(hs(t, claims("reader", "read-only")))
+	writeOnly := bearer(hs(t, claims("producer", "write-only")))
+	closed := []string{"/metrics", "/metrics/prometheus", "/api/v1/openapi.json"}
+	probes := []string{"/health", "/healthz", "/live", "/ready"}
+	get := func(name, path, authz string, status int, msg string) attack {
+		return attack{name: name + " " + path, method: "GET", path: path, authz: authz, status: status, msg: msg}
+	}
+
+	t.Run("default skip list: open", func(t *testing.T) {
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Auth: jwtOn(nil)})
+		var table []attack
+		for _, p := range append(closed, probes...) {
+			table = append(table, get("no token", p, "", http.StatusOK, ""))
+		}
+		runAttacks(t, c, table)
+	})
+	t.Run("JWT_SKIP_PATHS=none", func(t *testing.T) {
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Auth: jwtOn([]string{})})
+		var table []attack
+		for _, p := range closed {
+			table = append(table, get("no token", p, "", http.StatusUnauthorized, "Authentication required"),
+				get("write-only", p, writeOnly, http.StatusForbidden, "Insufficient permissions"),
+				get("read-only", p, read, http.StatusOK, ""))
+		}
+		for _, p := range probes {
+			table = append(table, get("no token", p, "", http.StatusOK, ""))
+		}
+		runAttacks(t, c, table)
+	})
+	t.Run("QUEEN_METRICS_AUTH", func(t *testing.T) {
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Auth: jwtOn(nil), MetricsAuth: true})
+		var table []attack
+		for _, p := range closed[:2] {
+			table = append(table, get("no token", p, "", http.StatusUnauthorized, "Authentication required"),
+				get("write-only", p, writeOnly, http.StatusForbidden, "Insufficient permissions"),
+				get("read-only", p, read, http.StatusOK, ""))
+		}
+		for _, p := range append(probes, "/api/v1/openapi.json") {
+			table = append(table, get("no token", p, "", http.StatusOK, ""))
+		}
+		runAttacks(t, c, table)
+	})
+	t.Run("QUEEN_METRICS_AUTH without authentication refuses to start", func(t *testing.T) {
+		if _, err := server.New(server.Config{MetricsAuth: true}, s.newStore(t)); err == nil ||
+			!strings.Contains(err.Error(), "QUEEN_METRICS_AUTH") {
+			t.Fatalf("server.New: %v", err)
+		}
+	})
+	t.Run("tenancy: a tenant scrapes its own series only", func(t *testing.T) {
+		cfg := metricsConfig()
+		cfg.Auth, cfg.MetricsAuth, cfg.TenancyEnabled = jwtOn(nil), true, true
+		c := s.serverWith(t, cfg)
+		a := c.with("Authorization", bearer(hs(t, claims("alice", "admin", "tenant", tenantA))))
+		b := c.with("Authorization", bearer(hs(t, claims("bob", "admin", "tenant", tenantB))))
+		qa, qb := uniq("metrics-a"), uniq("metrics-b")
+		a.pushN(t, qa, "", 2)
+		b.pushN(t, qb, "", 3)
+		ops := c.with("Authorization", bearer(hs(t, claims("ops", "read-only"))))
+		all := ops.scrape(t)
+		if v, ok := series(all, "queen_queue_depth", "tenant", tenantA, "queue", qa); !ok || v != 2 {
+			t.Fatalf("operator: depth of A's queue %v %v", v, ok)
+		}
+		if v, ok := series(all, "queen_queue_depth", "tenant", tenantB, "queue", qb); !ok || v != 3 {
+			t.Fatalf("operator: depth of B's queue %v %v", v, ok)
+		}
+		r := c.with("Authorization", bearer(hs(t, claims("alice-ro", "read-only", "tenant", tenantA)))).
+			do(t, "GET", "/metrics/prometheus", nil)
+		wantStatus(t, r, http.StatusOK)
+		if strings.Contains(string(r.Body), tenantB) || strings.Contains(string(r.Body), qb) {
+			t.Fatalf("tenant A's scrape shows tenant B:\n%s", r.Body)
+		}
+		if !strings.Contains(string(r.Body), qa) {
+			t.Fatalf("tenant A's scrape lacks its queue %s:\n%s", qa, r.Body)
+		}
+		for _, line := range strings.Split(string(r.Body), "\n") {
+			if line != "" && !strings.HasPrefix(line, "#") && !strings.Contains(line, `tenant="`+tenantA+`"`) {
+				t.Fatalf("tenant A's scrape has a series of no tenant of its own: %s", line)
+			}
+		}
+		runAttacks(t, c, []attack{
+			get("tenant-bound", "/metrics", bearer(hs(t, claims("alice", "read-only", "tenant", tenantA))),
+				http.StatusForbidden, operatorOnly),
+			get("bad tenant claim", "/metrics/prometheus", bearer(hs(t, claims("eve", "read-only", "tenant", "acme"))),
+				http.StatusForbidden, "invalid tenant claim (must be a UUID)"),
+			get("tenantless", "/metrics", bearer(hs(t, claims("ops", "read-only"))), http.StatusOK, ""),
+		})
 	})
 }

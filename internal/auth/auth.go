@@ -163,8 +163,9 @@ const (
 	DefaultTenantClaim    = "tenant"
 )
 
-// DefaultSkipPaths is JWT_SKIP_PATHS's default.
-var DefaultSkipPaths = []string{"/health", "/metrics/prometheus", "/metrics", "/"}
+// DefaultSkipPaths is JWT_SKIP_PATHS's default: Queen's, and the OpenAPI
+// document, which Queen does not have.
+var DefaultSkipPaths = []string{"/health", "/metrics/prometheus", "/metrics", "/", "/api/v1/openapi.json"}
 
 // Config configures a Verifier. The zero value turns authentication off.
 type Config struct {

@@ -242,6 +242,9 @@ var settings = []Setting{
 		Usage: "days metrics rows and the retention history are kept; older rows are swept in bounded steps",
 		kind: days(1, func(c *Config) *time.Duration { return &c.server.MetricsRetention },
 			func(c *Config) *time.Duration { return &c.server.Sweeps.HistoryKeep })},
+	{Env: "QUEEN_METRICS_AUTH", Flag: "metrics-auth", Default: "false",
+		Usage: "put /metrics and /metrics/prometheus behind a read-level token, whatever JWT_SKIP_PATHS says (needs JWT_ENABLED or QUEEN_API_TOKENS)",
+		kind:  boolean(func(c *Config) *bool { return &c.server.MetricsAuth })},
 	{Env: "QUEEN_METRICS_MAX_QUEUES", Flag: "metrics-max-queues", Default: "500",
 		Usage: "queues with per-queue Prometheus series and recorded figures: the deepest; queen_queue_metrics_omitted_queues counts the rest",
 		kind:  integer("int", 1, 100000, func(c *Config) *int { return &c.server.MetricsMaxQueues })},
@@ -493,6 +496,9 @@ func (c *Config) validate() []error {
 	}
 	if _, err := c.Keyring(); err != nil {
 		errs = append(errs, err)
+	}
+	if a := c.Auth(); c.server.MetricsAuth && !a.Enabled() {
+		errs = append(errs, errors.New("QUEEN_METRICS_AUTH=true needs authentication: set JWT_ENABLED=true or QUEEN_API_TOKENS"))
 	}
 	return errs
 }

@@ -162,7 +162,7 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 			MetricsAggregateEvery: time.Minute, MetricsMaxQueues: 500, MetricsRetention: 90 * 24 * time.Hour,
 			MetricsSampleEvery: time.Second,
 			Auth: auth.Config{Algorithm: "HS256", ClockSkew: 30 * time.Second, JWKSRefresh: time.Hour,
-				JWKSTimeout: 5 * time.Second, SkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/"},
+				JWKSTimeout: 5 * time.Second, SkipPaths: []string{"/health", "/metrics/prometheus", "/metrics", "/", "/api/v1/openapi.json"},
 				RoleClaim: "role", RolesClaim: "roles", TenantClaim: "tenant",
 				RoleNames: map[auth.Role]string{auth.RoleAdmin: "admin", auth.RoleReadWrite: "read-write",
 					auth.RoleReadOnly: "read-only", auth.RoleWriteOnly: "write-only"}},

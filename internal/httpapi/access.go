@@ -36,7 +36,7 @@ func denied(err error) error {
 // into e.caller, which caller(r) returns to handlers.
 func (a *adapter) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
 	var id auth.Identity
-	if a.auth != nil && rt.Access != AccessPublic && !a.auth.Skips(r.URL.Path) {
+	if a.auth != nil && rt.Access != AccessPublic && (rt.noSkip || !a.auth.Skips(r.URL.Path)) {
 		token := bearer(r)
 		if token == "" {
 			return denied(auth.ErrMissing)
@@ -49,6 +49,7 @@ func (a *adapter) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
 			return api.ErrForbidden
 		}
 		e.caller.Subject = id.Subject
+		e.tokenTenant, e.tokenTenantInvalid = id.Tenant, id.TenantInvalid
 		if rt.OperatorOnly && a.tenancy && (id.Tenant != "" || id.TenantInvalid) {
 			return errOperatorOnly
 		}
@@ -61,6 +62,28 @@ func (a *adapter) admit(e *exchange, r *http.Request, rt *RouteInfo) error {
 		e.caller.Tenant = tenant
 	}
 	return nil
+}
+
+// closeRoutes makes the public routes that authentication can close into
+// read-level ones (see RouteInfo.SkipListed and RouteInfo.Metrics): a
+// route JWT_SKIP_PATHS does not name, and with metricsAuth the metrics
+// routes whatever the list says. Without authentication nothing is closed.
+func (a *adapter) closeRoutes(metricsAuth bool) {
+	if a.auth == nil {
+		return
+	}
+	for i := range a.table {
+		rt := &a.table[i].RouteInfo
+		if rt.Access != AccessPublic || !rt.SkipListed {
+			continue
+		}
+		switch {
+		case rt.Metrics && metricsAuth:
+			rt.Access, rt.noSkip = AccessRead, true
+		case !a.auth.Skips(rt.Pattern):
+			rt.Access = AccessRead
+		}
+	}
 }
 
 // errOperatorOnly is the 403 of an operator route called with a

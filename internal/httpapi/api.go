@@ -92,6 +92,10 @@ type Config struct {
 	// browsers may call from, exactly as they send them, or "*" for any.
 	// Empty: no CORS headers, and OPTIONS is an unknown route.
 	CORSAllowOrigins []string
+	// MetricsAuth puts /metrics and /metrics/prometheus behind the read
+	// level even where JWT_SKIP_PATHS names them (QUEEN_METRICS_AUTH). It
+	// needs Auth enabled.
+	MetricsAuth bool
 	// Exposed reports whether the API is served without authentication on
 	// an address other hosts can reach; /health then says "auth":"none".
 	// nil means never.
@@ -195,6 +199,7 @@ func newAdapter(cfg Config) *adapter {
 			fragments = append(fragments, d.OpenAPI())
 		}
 	}
+	a.closeRoutes(cfg.MetricsAuth)
 	a.openapi = openapiJSON
 	if len(fragments) > 0 {
 		a.openapi = mustMergeOpenAPI(openapiFS, fragments...)

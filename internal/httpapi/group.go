@@ -75,6 +75,20 @@ func (rt Route) Operator() Route {
 	return rt
 }
 
+// SkipListed marks a public row that JWT_SKIP_PATHS governs (see
+// RouteInfo.SkipListed).
+func (rt Route) SkipListed() Route {
+	rt.RouteInfo.SkipListed = true
+	return rt
+}
+
+// MetricsRoute marks a public row of metrics, which QUEEN_METRICS_AUTH
+// closes (see RouteInfo.Metrics).
+func (rt Route) MetricsRoute() Route {
+	rt.RouteInfo.SkipListed, rt.Metrics = true, true
+	return rt
+}
+
 // Behind puts the rows behind g (nil: none) and answers their handlers'
 // errors in env (nil: Queen's).
 func Behind(g *Gate, env *Envelope, rows ...Route) []Route {

@@ -3,6 +3,10 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/queen-go/queen/api"
 )
 
@@ -46,9 +50,51 @@ func (g *operationRoutes) metricsJSON(w http.ResponseWriter, r *http.Request) er
 
 // metricsPrometheus serves the registry and the per-queue families in the
 // Prometheus text format 0.0.4, whatever the scraper offered, uncached.
+// With tenancy on, a token bound to a tenant sees only the series labelled
+// with its tenant (its queues'); a token with a tenant claim that is no
+// UUID is refused.
 func (g *operationRoutes) metricsPrometheus(w http.ResponseWriter, r *http.Request) error {
+	var tenant string
+	if e, ok := r.Context().Value(exchangeKey{}).(*exchange); ok && g.a.tenancy {
+		if e.tokenTenantInvalid {
+			return api.ErrTenantClaim
+		}
+		tenant = e.tokenTenant
+	}
 	w.Header().Set("Cache-Control", "no-cache")
 	r.Header.Del("Accept")
-	g.a.prom.ServeHTTP(w, r)
+	if tenant == "" {
+		g.a.prom.ServeHTTP(w, r)
+		return nil
+	}
+	promhttp.HandlerFor(tenantGatherer{g.a.metrics.Gatherer(), tenant}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	return nil
+}
+
+// tenantGatherer gathers only the series whose tenant label is tenant:
+// what a tenant-bound token may see of the registry.
+type tenantGatherer struct {
+	prometheus.Gatherer
+	tenant string
+}
+
+func (t tenantGatherer) Gather() ([]*dto.MetricFamily, error) {
+	families, err := t.Gatherer.Gather()
+	out := families[:0]
+	for _, f := range families {
+		kept := f.Metric[:0]
+		for _, m := range f.Metric {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "tenant" && l.GetValue() == t.tenant {
+					kept = append(kept, m)
+					break
+				}
+			}
+		}
+		if len(kept) > 0 {
+			f.Metric = kept
+			out = append(out, f)
+		}
+	}
+	return out, err
 }

@@ -149,6 +149,18 @@ type RouteInfo struct {
 	// on, a token bound to a tenant is refused it (403), whatever its role.
 	// Rows say so with Operator(), which implies ProcessWide().
 	OperatorOnly bool
+	// SkipListed marks a public route that authentication can close: it is
+	// public while JWT_SKIP_PATHS names its path, and needs the read level
+	// otherwise (the default list names it). Rows say so with SkipListed().
+	SkipListed bool
+	// Metrics marks the metrics routes, which QUEEN_METRICS_AUTH puts
+	// behind the read level whatever JWT_SKIP_PATHS says. Rows say so with
+	// MetricsRoute(), which implies SkipListed().
+	Metrics bool
+
+	// noSkip is set by the adapter on a route QUEEN_METRICS_AUTH closed:
+	// a token is required even where JWT_SKIP_PATHS names the path.
+	noSkip bool
 }
 
 // noSuchRouteName names everything the table does not match, a known path

@@ -33,6 +33,11 @@ type exchange struct {
 	rt       *Route    // the route served
 	start    time.Time // when the request was read
 	parked   bool      // the answer comes from a parked poll, which calls finish
+
+	// The verified token's tenant claim, for process-wide routes that
+	// filter by it (the metrics); set by admit.
+	tokenTenant        string
+	tokenTenantInvalid bool
 }
 
 func (e *exchange) WriteHeader(code int) {

@@ -96,6 +96,9 @@ type Config struct {
 	Auth auth.Config
 	// CORSAllowOrigins turns CORS on for these origins ("*" for any).
 	CORSAllowOrigins []string
+	// MetricsAuth puts /metrics and /metrics/prometheus behind a
+	// read-level token (QUEEN_METRICS_AUTH); it needs Auth enabled.
+	MetricsAuth bool
 	// TenancyEnabled makes tenant-scoped routes act for the request's
 	// tenant (QUEEN_TENANCY_ENABLED).
 	TenancyEnabled bool
@@ -131,6 +134,10 @@ type Config struct {
 	// take Queen's defaults.
 	Sweeps broker.SweepConfig
 }
+
+// errMetricsAuth refuses QUEEN_METRICS_AUTH without authentication: no
+// token could ever open the metrics.
+var errMetricsAuth = errors.New("QUEEN_METRICS_AUTH=true needs authentication: set JWT_ENABLED=true or QUEEN_API_TOKENS")
 
 // Server is a broker served over HTTP.
 type Server struct {
@@ -169,6 +176,9 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	verifier, err := auth.New(acfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.MetricsAuth && !verifier.Enabled() {
+		return nil, errMetricsAuth
 	}
 	var certs *certReloader
 	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
@@ -223,7 +233,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		Metrics: m, Streams: sx, Version: cfg.Version, Migration: transfer.Service{},
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
-		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
+		MetricsAuth: cfg.MetricsAuth, Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
 		Groups: []httpapi.Group{hooks, dashboard.New(cfg.Dashboard)},
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
