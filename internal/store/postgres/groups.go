@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/groupsql"
 	"github.com/queen-go/queen/internal/store/seek"
 )
 
@@ -61,8 +62,6 @@ const (
 		JOIN lanes l ON l.partition_id = page.pid AND l.consumer_group = page.grp
 		` + sqlLaneFigures + `
 		ORDER BY q.name, p.name`
-	sqlGroupJoined = `SELECT EXISTS (SELECT 1 FROM consumer_groups g JOIN queues q ON q.id = g.queue_id
-		WHERE q.tenant = $1 AND g.consumer_group = $2)`
 	// Lanes of every group of the tenant ($2) whose oldest unread message
 	// was created before $3, most behind first ($4 limit, $5 offset).
 	sqlGroupLagging = `WITH c AS MATERIALIZED (
@@ -125,59 +124,43 @@ const (
 			SELECT l.partition_id, l.consumer_group FROM partitions p
 			JOIN lanes l ON l.partition_id = p.id AND l.consumer_group = $2
 			WHERE p.queue_id = $1 ORDER BY l.partition_id FOR UPDATE OF l)`
-	sqlGroupRowDelete  = `DELETE FROM consumer_groups WHERE queue_id = $1 AND consumer_group = $2`
-	sqlGroupSubscribed = `SELECT subscribed_from FROM consumer_groups WHERE queue_id = $1 AND consumer_group = $2`
-	sqlGroupQueuesOf   = `SELECT q.id, q.name FROM consumer_groups g JOIN queues q ON q.id = g.queue_id
-		WHERE q.tenant = $1 AND g.consumer_group = $2 ORDER BY q.id`
-	sqlGroupSubscribe = `UPDATE consumer_groups g SET subscribed_from = $3 FROM queues q
-		WHERE q.id = g.queue_id AND q.tenant = $1 AND g.consumer_group = $2`
 )
 
-// GroupList lists a page of (group, queue) pairs with their figures.
+// GroupList lists a page of (group, queue) pairs with their figures, and
+// the live leases of all of them in one statement.
 func (s *Store) GroupList(ctx context.Context, p *store.GroupListParams) ([]store.GroupQueue, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out []store.GroupQueue
 	err := s.inReadTx(ctx, "list consumer groups", func(t *txn) error {
-		out = out[:0]
-		now := p.Now.UnixMilli()
-		rows, _ := t.tx.Query(t.ctx, sqlGroupList, now, tenant, store.PageLimit(p.Limit), max(p.Offset, 0))
-		var g store.GroupQueue
-		var qid, from, joined int64
-		var oldest *int64
-		var qids []int64
-		var groups []string
-		if _, err := pgx.ForEachRow(rows, []any{&qid, &g.ConsumerGroup, &g.Queue, &from, &joined, &g.Consumed,
-			&g.Lag, &g.LaggingPartitions, &oldest}, func() error {
-			g.SubscribedFrom, g.JoinedAt, g.OldestUnread = fromMs(from), fromMs(joined), fromMsPtr(oldest)
-			out = append(out, g)
-			qids, groups = append(qids, qid), append(groups, g.ConsumerGroup)
-			return nil
-		}); err != nil {
-			return err
-		}
-		if len(out) == 0 {
-			return nil
-		}
-		index := make(map[groupOf]int, len(out))
-		for i := range out {
-			index[groupOf{qids[i], out[i].ConsumerGroup}] = i
-		}
-		rows, _ = t.tx.Query(t.ctx, sqlGroupMembers, now, qids, groups, store.MaxGroupMembers)
-		var m store.GroupMember
-		var grp string
-		var exp int64
-		_, err := pgx.ForEachRow(rows, []any{&qid, &grp, &m.Partition, &m.PartitionID, &m.LeaseID, &exp}, func() error {
-			m.LeaseExpiresAt = fromMs(exp)
-			i := index[groupOf{qid, grp}]
-			out[i].Members = append(out[i].Members, m)
-			return nil
-		})
+		var err error
+		out, err = groupsql.ListIn(t.q(), sqlGroupList, p, t.groupMembers)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// groupMembers fills the live leases of listed pairs (qids[i] is out[i]'s
+// queue).
+func (t *txn) groupMembers(now int64, qids []int64, out []store.GroupQueue) error {
+	index := make(map[groupOf]int, len(out))
+	groups := make([]string, len(out))
+	for i := range out {
+		index[groupOf{qids[i], out[i].ConsumerGroup}] = i
+		groups[i] = out[i].ConsumerGroup
+	}
+	rows, _ := t.tx.Query(t.ctx, sqlGroupMembers, now, qids, groups, store.MaxGroupMembers)
+	var m store.GroupMember
+	var qid, exp int64
+	var grp string
+	_, err := pgx.ForEachRow(rows, []any{&qid, &grp, &m.Partition, &m.PartitionID, &m.LeaseID, &exp}, func() error {
+		m.LeaseExpiresAt = fromMs(exp)
+		i := index[groupOf{qid, grp}]
+		out[i].Members = append(out[i].Members, m)
+		return nil
+	})
+	return err
 }
 
 // groupOf names a group on a queue.
@@ -188,22 +171,11 @@ type groupOf struct {
 
 // GroupGet lists a page of one group's lanes.
 func (s *Store) GroupGet(ctx context.Context, p *store.GroupGetParams) ([]store.LaneInfo, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out []store.LaneInfo
 	err := s.inReadTx(ctx, "describe consumer group", func(t *txn) error {
 		var err error
-		out, err = t.lanes(sqlGroupGet, p.Now.UnixMilli(), tenant, p.Group, store.PageLimit(p.Limit), max(p.Offset, 0))
-		if err != nil || len(out) > 0 {
-			return err
-		}
-		var joined bool
-		if err := t.tx.QueryRow(t.ctx, sqlGroupJoined, tenant, p.Group).Scan(&joined); err != nil {
-			return err
-		}
-		if !joined {
-			return store.ErrGroupNotFound
-		}
-		return nil
+		out, err = groupsql.GetIn(t.q(), sqlGroupGet, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -213,34 +185,16 @@ func (s *Store) GroupGet(ctx context.Context, p *store.GroupGetParams) ([]store.
 
 // GroupLagging lists a page of lanes behind by more than p.MinLag.
 func (s *Store) GroupLagging(ctx context.Context, p *store.GroupLaggingParams) ([]store.LaneInfo, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out []store.LaneInfo
 	err := s.inReadTx(ctx, "list lagging lanes", func(t *txn) error {
 		var err error
-		out, err = t.lanes(sqlGroupLagging, p.Now.UnixMilli(), tenant, p.Now.Add(-p.MinLag).UnixMilli(),
-			store.PageLimit(p.Limit), max(p.Offset, 0))
+		out, err = groupsql.LaggingIn(t.q(), sqlGroupLagging, p)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// lanes runs a statement answering sqlLaneColumns and the oldest unread.
-func (t *txn) lanes(sql string, args ...any) ([]store.LaneInfo, error) {
-	rows, _ := t.tx.Query(t.ctx, sql, args...)
-	var out []store.LaneInfo
-	var li store.LaneInfo
-	var exp, claimed int64
-	var oldest *int64
-	_, err := pgx.ForEachRow(rows, []any{&li.Queue, &li.Partition, &li.PartitionID, &li.ConsumerGroup,
-		&li.Consumed, &li.Lag, &li.Processing, &li.LeaseID, &exp, &claimed, &oldest}, func() error {
-		li.LastClaimedAt, li.OldestUnread, li.LeaseExpiresAt = fromClaim(claimed), fromMsPtr(oldest), fromMs(exp)
-		out = append(out, li)
-		return nil
-	})
-	return out, err
 }
 
 // GroupSeek moves a group's cursors on a queue or one of its partitions.
@@ -368,81 +322,48 @@ func (t *txn) seekTargets(qid int64, partition string, target store.SeekTarget) 
 }
 
 // GroupDelete drops a group's lanes on one queue or on every queue it has
-// joined.
+// joined, in one transaction. A group kept joined restarts from its
+// subscription there: its lanes are created again and positioned as by a
+// join now.
 func (s *Store) GroupDelete(ctx context.Context, p *store.GroupDeleteParams) (*store.GroupDeleteResult, error) {
 	tenant := store.TenantOrDefault(p.Tenant)
-	out := &store.GroupDeleteResult{}
+	var out *store.GroupDeleteResult
 	err := s.inTx(ctx, "delete consumer group", func(t *txn) error {
-		*out = store.GroupDeleteResult{}
-		type queueOf struct {
-			id   int64
-			name string
-		}
-		var queues []queueOf
-		if p.Queue != "" {
-			var q queueOf
-			var joined bool
-			err := t.tx.QueryRow(t.ctx, sqlGroupQueue, tenant, p.Queue, p.Group).Scan(&q.id, &joined)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return store.ErrQueueNotFound
-			}
-			if err != nil {
-				return fmt.Errorf("lock queue: %w", err)
-			}
-			q.name = p.Queue
-			queues = append(queues, q)
-		} else {
-			rows, _ := t.tx.Query(t.ctx, sqlGroupQueuesOf, tenant, p.Group)
-			var q queueOf
-			if _, err := pgx.ForEachRow(rows, []any{&q.id, &q.name}, func() error {
-				queues = append(queues, q)
-				return nil
-			}); err != nil {
-				return fmt.Errorf("read queues: %w", err)
-			}
-		}
-		for _, q := range queues {
+		var err error
+		out, err = groupsql.DeleteIn(t.q(), groupsql.Delete{
+			Queue: func(name string) (groupsql.Queue, error) {
+				q := groupsql.Queue{Name: name}
+				var joined bool
+				err := t.tx.QueryRow(t.ctx, sqlGroupQueue, tenant, name, p.Group).Scan(&q.ID, &joined)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return q, store.ErrQueueNotFound
+				}
+				return q, err
+			},
 			// Under the join lock, as a pop's join: partitions created
 			// meanwhile get lanes from a join that is either finished or
 			// not begun.
-			if _, err := t.tx.Exec(t.ctx, sqlJoinLock, q.id); err != nil {
-				return fmt.Errorf("join lock: %w", err)
-			}
-			tag, err := t.tx.Exec(t.ctx, sqlGroupLanesDelete, q.id, p.Group)
-			if err != nil {
-				return fmt.Errorf("delete lanes: %w", err)
-			}
-			out.Lanes += int(tag.RowsAffected())
-			out.Queues = append(out.Queues, q.name)
-			if p.DeleteMetadata {
-				if _, err := t.tx.Exec(t.ctx, sqlGroupRowDelete, q.id, p.Group); err != nil {
-					return fmt.Errorf("delete group: %w", err)
-				}
-				continue
-			}
-			// The group stays joined: its lanes restart from its
-			// subscription, as if it joined now.
-			var from int64
-			err = t.tx.QueryRow(t.ctx, sqlGroupSubscribed, q.id, p.Group).Scan(&from)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // it had lanes (acks) but never joined: nothing to restart
-			}
-			if err != nil {
-				return fmt.Errorf("read group: %w", err)
-			}
-			if _, err := t.tx.Exec(t.ctx, sqlSeekJoinLanes, q.id, p.Group); err != nil {
-				return fmt.Errorf("create lanes: %w", err)
-			}
-			pids, targets, err := t.seekTargets(q.id, "", store.SeekTarget{Time: time.UnixMilli(from)})
-			if err != nil {
+			Lock: func(qid int64) error {
+				_, err := t.tx.Exec(t.ctx, sqlJoinLock, qid)
 				return err
-			}
-			if _, err := t.tx.Exec(t.ctx, sqlSeekLanes, pids, targets, p.Group); err != nil {
-				return fmt.Errorf("position lanes: %w", err)
-			}
-			t.wakeAfterCommit(store.Wake{Key: store.QueueKey(tenant, q.name)})
-		}
-		return nil
+			},
+			LanesDelete: sqlGroupLanesDelete,
+			Restart: func(q groupsql.Queue, from int64) error {
+				if _, err := t.tx.Exec(t.ctx, sqlSeekJoinLanes, q.ID, p.Group); err != nil {
+					return fmt.Errorf("create lanes: %w", err)
+				}
+				pids, targets, err := t.seekTargets(q.ID, "", store.SeekTarget{Time: time.UnixMilli(from)})
+				if err != nil {
+					return err
+				}
+				if _, err := t.tx.Exec(t.ctx, sqlSeekLanes, pids, targets, p.Group); err != nil {
+					return fmt.Errorf("position lanes: %w", err)
+				}
+				t.wakeAfterCommit(store.Wake{Key: store.QueueKey(tenant, q.Name)})
+				return nil
+			},
+		}, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -452,19 +373,11 @@ func (s *Store) GroupDelete(ctx context.Context, p *store.GroupDeleteParams) (*s
 
 // GroupSubscriptionSet changes where a group starts reading.
 func (s *Store) GroupSubscriptionSet(ctx context.Context, p *store.GroupSubscriptionSetParams) (int, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
-	from := max(p.From.UnixMilli(), 0) // the zero time and the epoch: from the beginning
 	var n int
 	err := s.inTx(ctx, "set subscription", func(t *txn) error {
-		tag, err := t.tx.Exec(t.ctx, sqlGroupSubscribe, tenant, p.Group, from)
-		if err != nil {
-			return err
-		}
-		n = int(tag.RowsAffected())
-		if n == 0 {
-			return store.ErrGroupNotFound
-		}
-		return nil
+		var err error
+		n, err = groupsql.SubscribeIn(t.q(), p)
+		return err
 	})
 	if err != nil {
 		return 0, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/groupsql"
 	"github.com/queen-go/queen/internal/store/seek"
 )
 
@@ -53,8 +54,6 @@ const (
 		FROM page JOIN partitions p ON p.id = page.pid JOIN queues q ON q.id = p.queue_id
 		JOIN lanes l ON l.partition_id = page.pid AND l.consumer_group = page.grp
 		ORDER BY q.name, p.name`
-	sqlInspectGroupJoined = `SELECT EXISTS (SELECT 1 FROM consumer_groups g JOIN queues q ON q.id = g.queue_id
-		WHERE q.tenant = ?1 AND g.consumer_group = ?2)`
 	// Lanes of every group of the tenant (?2) whose oldest unread message
 	// was created before ?3, most behind first (?4 limit, ?5 offset).
 	sqlInspectGroupLagging = `WITH c AS MATERIALIZED (
@@ -126,49 +125,25 @@ const (
 		WHERE l.partition_id = ?1 AND l.consumer_group = ?2 ORDER BY m.seq DESC LIMIT 1`
 
 	// Deleting and subscribing.
-	sqlGroupQueuesOf = `SELECT q.id, q.name FROM consumer_groups g JOIN queues q ON q.id = g.queue_id
-		WHERE q.tenant = ?1 AND g.consumer_group = ?2 ORDER BY q.id`
 	sqlGroupLanesDelete = `DELETE FROM lanes
 		WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?1) AND consumer_group = ?2`
-	sqlGroupRowDelete = `DELETE FROM consumer_groups WHERE queue_id = ?1 AND consumer_group = ?2`
-	sqlGroupSubscribe = `UPDATE consumer_groups SET subscribed_from = ?3
-		WHERE queue_id IN (SELECT id FROM queues WHERE tenant = ?1) AND consumer_group = ?2`
 )
 
 // GroupList lists a page of (group, queue) pairs with their figures.
 func (s *Store) GroupList(ctx context.Context, p *store.GroupListParams) ([]store.GroupQueue, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out []store.GroupQueue
 	err := s.read(ctx, "list consumer groups", func(tx *sql.Tx) error {
-		now := p.Now.UnixMilli()
-		rows, err := tx.QueryContext(ctx, sqlInspectGroupList, now, tenant, store.PageLimit(p.Limit), max(p.Offset, 0))
-		if err != nil {
-			return err
-		}
-		var qids []int64
-		for rows.Next() {
-			var g store.GroupQueue
-			var qid, from, joined int64
-			var oldest sql.NullInt64
-			if err := rows.Scan(&qid, &g.ConsumerGroup, &g.Queue, &from, &joined, &g.Consumed, &g.Lag,
-				&g.LaggingPartitions, &oldest); err != nil {
-				rows.Close()
-				return err
-			}
-			g.SubscribedFrom, g.JoinedAt, g.OldestUnread = fromMs(from), fromMs(joined), fromNullMs(oldest)
-			out = append(out, g)
-			qids = append(qids, qid)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i := range out {
-			if err := groupMembers(ctx, tx, now, qids[i], &out[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, err = groupsql.ListIn(txQ(ctx, tx), sqlInspectGroupList, p,
+			func(now int64, qids []int64, out []store.GroupQueue) error {
+				for i := range out {
+					if err := groupMembers(ctx, tx, now, qids[i], &out[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -197,23 +172,11 @@ func groupMembers(ctx context.Context, tx *sql.Tx, now, qid int64, g *store.Grou
 
 // GroupGet lists a page of one group's lanes.
 func (s *Store) GroupGet(ctx context.Context, p *store.GroupGetParams) ([]store.LaneInfo, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out []store.LaneInfo
 	err := s.read(ctx, "describe consumer group", func(tx *sql.Tx) error {
 		var err error
-		out, err = laneInfos(ctx, tx, sqlInspectGroupGet, p.Now.UnixMilli(), tenant, p.Group, store.PageLimit(p.Limit),
-			max(p.Offset, 0))
-		if err != nil || len(out) > 0 {
-			return err
-		}
-		var joined bool
-		if err := tx.QueryRowContext(ctx, sqlInspectGroupJoined, tenant, p.Group).Scan(&joined); err != nil {
-			return err
-		}
-		if !joined {
-			return store.ErrGroupNotFound
-		}
-		return nil
+		out, err = groupsql.GetIn(txQ(ctx, tx), sqlInspectGroupGet, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -223,41 +186,16 @@ func (s *Store) GroupGet(ctx context.Context, p *store.GroupGetParams) ([]store.
 
 // GroupLagging lists a page of lanes behind by more than p.MinLag.
 func (s *Store) GroupLagging(ctx context.Context, p *store.GroupLaggingParams) ([]store.LaneInfo, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
 	var out []store.LaneInfo
 	err := s.read(ctx, "list lagging lanes", func(tx *sql.Tx) error {
 		var err error
-		out, err = laneInfos(ctx, tx, sqlInspectGroupLagging, p.Now.UnixMilli(), tenant,
-			p.Now.Add(-p.MinLag).UnixMilli(), store.PageLimit(p.Limit), max(p.Offset, 0))
+		out, err = groupsql.LaggingIn(txQ(ctx, tx), sqlInspectGroupLagging, p)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// laneInfos runs a statement answering sqlInspectLaneColumns and the oldest
-// unread message.
-func laneInfos(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]store.LaneInfo, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.LaneInfo
-	for rows.Next() {
-		var li store.LaneInfo
-		var exp, claimed int64
-		var oldest sql.NullInt64
-		if err := rows.Scan(&li.Queue, &li.Partition, &li.PartitionID, &li.ConsumerGroup, &li.Consumed, &li.Lag,
-			&li.Processing, &li.LeaseID, &exp, &claimed, &oldest); err != nil {
-			return nil, err
-		}
-		li.LeaseExpiresAt, li.LastClaimedAt, li.OldestUnread = fromMs(exp), fromClaim(claimed), fromNullMs(oldest)
-		out = append(out, li)
-	}
-	return out, rows.Err()
 }
 
 // seekPlan is a seek worked out on the read-only pool.
@@ -493,84 +431,48 @@ func appendInts(b []byte, ns ...int64) []byte {
 }
 
 // GroupDelete drops a group's lanes on one queue or on every queue it has
-// joined. A group kept joined (no DeleteMetadata) restarts from its
-// subscription: its lanes are created again by a seek to it.
+// joined, in one writer job. A group kept joined (no DeleteMetadata)
+// restarts from its subscription: from the beginning its lanes are created
+// again at once; from a time, by a seek planned on the read-only pool after
+// the job, as any seek.
 func (s *Store) GroupDelete(ctx context.Context, p *store.GroupDeleteParams) (*store.GroupDeleteResult, error) {
 	tenant := store.TenantOrDefault(p.Tenant)
-	out := &store.GroupDeleteResult{}
+	var out *store.GroupDeleteResult
 	type reseed struct {
 		queue string
 		from  int64
 	}
 	var again []reseed
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
-		*out, again = store.GroupDeleteResult{}, again[:0]
+		again = again[:0]
 		t := s.txn(tx)
-		type queueOf struct {
-			id   int64
-			name string
-		}
-		var queues []queueOf
-		if p.Queue != "" {
-			q, err := t.existingQueue(queueName{tenant, p.Queue})
-			if err != nil {
-				return err
-			}
-			if q == nil {
-				return store.ErrQueueNotFound
-			}
-			queues = append(queues, queueOf{q.id, q.name})
-		} else {
-			rows, err := tx.QueryContext(t.ctx, sqlGroupQueuesOf, tenant, p.Group)
-			if err != nil {
-				return fmt.Errorf("read queues: %w", err)
-			}
-			for rows.Next() {
-				var q queueOf
-				if err := rows.Scan(&q.id, &q.name); err != nil {
-					rows.Close()
-					return err
+		var err error
+		out, err = groupsql.DeleteIn(t.q(), groupsql.Delete{
+			Queue: func(name string) (groupsql.Queue, error) {
+				q, err := t.existingQueue(queueName{tenant, name})
+				if err != nil {
+					return groupsql.Queue{}, err
 				}
-				queues = append(queues, q)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-		for _, q := range queues {
-			res, err := tx.ExecContext(t.ctx, sqlGroupLanesDelete, q.id, p.Group)
-			if err != nil {
-				return fmt.Errorf("delete lanes: %w", err)
-			}
-			n, _ := res.RowsAffected()
-			out.Lanes += int(n)
-			out.Queues = append(out.Queues, q.name)
-			if p.DeleteMetadata {
-				if _, err := tx.ExecContext(t.ctx, sqlGroupRowDelete, q.id, p.Group); err != nil {
-					return fmt.Errorf("delete group: %w", err)
+				if q == nil {
+					return groupsql.Queue{}, store.ErrQueueNotFound
 				}
-				t.cache.groups.Remove(groupKey{q.id, p.Group})
-				continue
-			}
-			var from int64
-			err = t.queryRow(sqlGroupGet, q.id, p.Group).Scan(&from)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue // it had lanes (acks) but never joined: nothing to restart
-			}
-			if err != nil {
-				return fmt.Errorf("read consumer group: %w", err)
-			}
-			if from == 0 {
+				return groupsql.Queue{ID: q.id, Name: q.name}, nil
+			},
+			LanesDelete: sqlGroupLanesDelete,
+			Forget:      func(qid int64) { t.cache.groups.Remove(groupKey{qid, p.Group}) },
+			Restart: func(q groupsql.Queue, from int64) error {
+				if from > 0 {
+					again = append(again, reseed{q.Name, from})
+					return nil
+				}
 				// From the beginning: every lane at the start, at once.
-				if _, err := tx.ExecContext(t.ctx, sqlSeekJoinLanes, q.id, p.Group); err != nil {
+				if _, err := tx.ExecContext(t.ctx, sqlSeekJoinLanes, q.ID, p.Group); err != nil {
 					return fmt.Errorf("create lanes: %w", err)
 				}
-				continue
-			}
-			again = append(again, reseed{q.name, from})
-		}
-		return nil
+				return nil
+			},
+		}, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -602,20 +504,11 @@ func (s *Store) GroupDelete(ctx context.Context, p *store.GroupDeleteParams) (*s
 
 // GroupSubscriptionSet changes where a group starts reading.
 func (s *Store) GroupSubscriptionSet(ctx context.Context, p *store.GroupSubscriptionSetParams) (int, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
-	from := max(p.From.UnixMilli(), 0) // the zero time and the epoch: from the beginning
 	var n int
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
-		t := s.txn(tx)
-		res, err := tx.ExecContext(t.ctx, sqlGroupSubscribe, tenant, p.Group, from)
-		if err != nil {
-			return fmt.Errorf("set subscription: %w", err)
-		}
-		affected, _ := res.RowsAffected()
-		if n = int(affected); n == 0 {
-			return store.ErrGroupNotFound
-		}
-		return nil
+		var err error
+		n, err = groupsql.SubscribeIn(txQ(ctx, tx), p)
+		return err
 	})
 	if err != nil {
 		return 0, err

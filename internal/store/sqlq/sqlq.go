@@ -24,5 +24,18 @@ type Q interface {
 	Exec(query string, args ...any) (int64, error)
 }
 
-// SQLite returns q with SQLite's numbered parameters (?1 for $1).
-func SQLite(q string) string { return strings.ReplaceAll(q, "$", "?") }
+// SQLite returns q with SQLite's numbered parameters (?1 for $1). A $ not
+// followed by a digit (a JSON path, '$[0]') stays, as does a statement
+// already in SQLite's form.
+func SQLite(q string) string {
+	if !strings.Contains(q, "$") {
+		return q
+	}
+	b := []byte(q)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] == '$' && b[i+1] >= '0' && b[i+1] <= '9' {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
