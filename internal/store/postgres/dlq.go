@@ -1,17 +1,15 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/dlqsql"
 )
 
 // Dead letters matching a filter: $1 tenant, $2 queue, $3 consumer group,
@@ -161,39 +159,23 @@ func (s *Store) DLQDelete(ctx context.Context, p *store.DLQDeleteParams) (int, e
 	return n, err
 }
 
-// dlqPick is a dead-lettered message to requeue.
-type dlqPick struct {
-	ref       store.MessageRef
-	pid       int64
-	partition string
-	queue     string
-	msg       ctlMessage
-}
-
 // DLQRequeue requeues a selection of dead-lettered messages in one
-// transaction: it deletes their dead letters first (so that two concurrent
-// requeues of one message cannot both push it), then pushes the messages
-// again in their order within each partition.
+// transaction (dlqsql): it deletes their dead letters first (so that two
+// concurrent requeues of one message cannot both push it), then pushes the
+// messages again in their order within each partition.
 func (s *Store) DLQRequeue(ctx context.Context, p *store.DLQRequeueParams) (*store.DLQRequeueResult, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
 	var out *store.DLQRequeueResult
 	err := s.inTx(ctx, "requeue dead letters", func(t *txn) error {
-		out = &store.DLQRequeueResult{}
-		var picks []*dlqPick
 		var err error
-		if len(p.Refs) > 0 {
-			picks, out.Failed, err = t.takeRefs(tenant, p)
-		} else {
-			picks, err = t.takeOldest(tenant, &p.DLQFilter, limit)
-		}
-		if err != nil {
-			return err
-		}
-		out.Requeued, err = t.requeue(tenant, picks, p.Now)
+		out, err = dlqsql.RequeueIn(dlqsql.Requeue[*dlqsql.Pick]{
+			Pick:    func(pk *dlqsql.Pick) *dlqsql.Pick { return pk },
+			Refs:    t.takeRefs,
+			Oldest:  t.takeOldest,
+			FreeIDs: t.freeRetryIDs,
+			Push:    t.pushAt,
+			// A push took the transactionId after it was found free: retry.
+			Taken: func(string) error { return errStale },
+		}, p)
 		return err
 	})
 	if err != nil {
@@ -203,15 +185,14 @@ func (s *Store) DLQRequeue(ctx context.Context, p *store.DLQRequeueParams) (*sto
 }
 
 // scanPicks reads rows of sqlDLQMessagesByRef or sqlDLQMessagesAt.
-func scanPicks(rows pgx.Rows) (map[int64]*dlqPick, []*dlqPick, error) {
-	byOrd := make(map[int64]*dlqPick)
-	var all []*dlqPick
+func scanPicks(rows pgx.Rows) (map[int64]*dlqsql.Pick, []*dlqsql.Pick, error) {
+	byOrd := make(map[int64]*dlqsql.Pick)
+	var all []*dlqsql.Pick
 	var ord int64
-	var pk dlqPick
-	_, err := pgx.ForEachRow(rows, []any{&ord, &pk.pid, &pk.ref.PartitionID, &pk.partition, &pk.queue, &pk.msg.seq,
-		&pk.msg.id, &pk.msg.transactionID, &pk.msg.traceID, &pk.msg.producerSub, &pk.msg.payload}, func() error {
+	var pk dlqsql.Pick
+	_, err := pgx.ForEachRow(rows, []any{&ord, &pk.Key, &pk.PartitionID, &pk.Partition, &pk.Queue, &pk.Seq,
+		new(string), &pk.TransactionID, &pk.TraceID, &pk.ProducerSub, &pk.Payload}, func() error {
 		c := pk
-		c.ref.TransactionID = c.msg.transactionID
 		byOrd[ord] = &c
 		all = append(all, &c)
 		return nil
@@ -221,15 +202,7 @@ func scanPicks(rows pgx.Rows) (map[int64]*dlqPick, []*dlqPick, error) {
 
 // takeRefs resolves the named messages and takes their dead letters that
 // match the filter; the others are failures.
-func (t *txn) takeRefs(tenant string, p *store.DLQRequeueParams) ([]*dlqPick, []store.RequeueFailure, error) {
-	var refs []store.MessageRef
-	seen := make(map[store.MessageRef]bool, len(p.Refs))
-	for _, r := range p.Refs {
-		if !seen[r] {
-			seen[r] = true
-			refs = append(refs, r)
-		}
-	}
+func (t *txn) takeRefs(tenant string, refs []store.MessageRef, f *store.DLQFilter) ([]*dlqsql.Pick, []store.RequeueFailure, error) {
 	puuids, txns := make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
 		puuids[i], txns[i] = r.PartitionID, r.TransactionID
@@ -239,36 +212,27 @@ func (t *txn) takeRefs(tenant string, p *store.DLQRequeueParams) ([]*dlqPick, []
 	if err != nil {
 		return nil, nil, fmt.Errorf("read messages: %w", err)
 	}
-	taken, err := t.takeOf(tenant, &p.DLQFilter, found)
+	taken, err := t.takeOf(tenant, f, found)
 	if err != nil {
 		return nil, nil, err
 	}
-	var picks []*dlqPick
-	var failed []store.RequeueFailure
-	for i, r := range refs {
+	picks, failed := dlqsql.Sift(refs, func(i int) (*dlqsql.Pick, bool) {
 		pk := byOrd[int64(i+1)]
-		switch {
-		case pk == nil:
-			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: api.TextMessageNotFound})
-		case taken[[2]int64{pk.pid, pk.msg.seq}] == 0:
-			failed = append(failed, store.RequeueFailure{MessageRef: r, Error: store.ErrNotDeadLettered.Error()})
-		default:
-			picks = append(picks, pk)
-		}
-	}
+		return pk, pk != nil
+	}, func(pk *dlqsql.Pick) bool { return taken[[2]int64{pk.Key, pk.Seq}] > 0 })
 	return picks, failed, nil
 }
 
 // takeOf deletes the dead letters of picks that match the filter and counts
 // them per message.
-func (t *txn) takeOf(tenant string, f *store.DLQFilter, picks []*dlqPick) (map[[2]int64]int, error) {
+func (t *txn) takeOf(tenant string, f *store.DLQFilter, picks []*dlqsql.Pick) (map[[2]int64]int, error) {
 	taken := make(map[[2]int64]int)
 	if len(picks) == 0 {
 		return taken, nil
 	}
 	pids, seqs := make([]int64, len(picks)), make([]int64, len(picks))
 	for i, pk := range picks {
-		pids[i], seqs[i] = pk.pid, pk.msg.seq
+		pids[i], seqs[i] = pk.Key, pk.Seq
 	}
 	rows, _ := t.tx.Query(t.ctx, sqlDLQTakeOf, append(dlqArgs(tenant, f), pids, seqs)...)
 	var k [2]int64
@@ -283,7 +247,7 @@ func (t *txn) takeOf(tenant string, f *store.DLQFilter, picks []*dlqPick) (map[[
 
 // takeOldest takes the oldest dead letters matching the filter and returns
 // their messages.
-func (t *txn) takeOldest(tenant string, f *store.DLQFilter, limit int) ([]*dlqPick, error) {
+func (t *txn) takeOldest(tenant string, f *store.DLQFilter, limit int) ([]*dlqsql.Pick, error) {
 	rows, _ := t.tx.Query(t.ctx, sqlDLQTakeOldest, append(dlqArgs(tenant, f), limit)...)
 	var pids, seqs []int64
 	seen := make(map[[2]int64]bool)
@@ -308,49 +272,10 @@ func (t *txn) takeOldest(tenant string, f *store.DLQFilter, limit int) ([]*dlqPi
 	return picks, nil
 }
 
-// requeue pushes the picked messages again, in offset order within each
-// partition, under the first free "<transactionId>:retry:<n>".
-func (t *txn) requeue(tenant string, picks []*dlqPick, now time.Time) ([]store.Requeued, error) {
-	if len(picks) == 0 {
-		return []store.Requeued{}, nil
-	}
-	slices.SortStableFunc(picks, func(a, b *dlqPick) int {
-		return cmp.Or(cmp.Compare(a.pid, b.pid), cmp.Compare(a.msg.seq, b.msg.seq))
-	})
-	txns, err := t.freeRetryIDs(picks)
-	if err != nil {
-		return nil, err
-	}
-	nowMs := now.UnixMilli()
-	items := make([]store.PushItem, len(picks))
-	entries := make([]pushEntry, len(picks))
-	for i, pk := range picks {
-		items[i] = store.PushItem{
-			MessageID: newUUID(), Partition: pk.partition, Payload: pk.msg.payload, ProducerSub: pk.msg.producerSub,
-			Queue: pk.queue, Tenant: tenant, TraceID: pk.msg.traceID, TransactionID: txns[i],
-		}
-		entries[i] = pushEntry{item: &items[i], atMs: nowMs}
-	}
-	res, err := t.push(entries)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.Requeued, len(picks))
-	for i, pk := range picks {
-		if res[i].Status != store.PushQueued {
-			// A push took the transactionId after it was found free.
-			return nil, fmt.Errorf("requeue %s: %w", txns[i], errStale)
-		}
-		out[i] = store.Requeued{MessageID: items[i].MessageID, OriginalTransactionID: pk.msg.transactionID,
-			PartitionID: pk.ref.PartitionID, Queue: pk.queue, TransactionID: txns[i]}
-	}
-	return out, nil
-}
-
 // freeRetryIDs finds for every pick the first "<txn>:retry:<n>" that is free
 // in its partition and not given to another pick: one query per round, and
 // a second round only for the picks whose candidate was taken.
-func (t *txn) freeRetryIDs(picks []*dlqPick) ([]string, error) {
+func (t *txn) freeRetryIDs(picks []*dlqsql.Pick) ([]string, error) {
 	n := make([]int, len(picks))
 	txns := make([]string, len(picks))
 	done := make([]bool, len(picks))
@@ -365,13 +290,13 @@ func (t *txn) freeRetryIDs(picks []*dlqPick) ([]string, error) {
 			}
 			for {
 				n[i]++
-				txns[i] = store.RetryTransactionID(pk.msg.transactionID, n[i])
-				if !given[[2]string{pk.ref.PartitionID, txns[i]}] {
+				txns[i] = store.RetryTransactionID(pk.TransactionID, n[i])
+				if !given[[2]string{pk.PartitionID, txns[i]}] {
 					break
 				}
 			}
-			given[[2]string{pk.ref.PartitionID, txns[i]}] = true
-			idx, pids, cands = append(idx, i), append(pids, pk.pid), append(cands, txns[i])
+			given[[2]string{pk.PartitionID, txns[i]}] = true
+			idx, pids, cands = append(idx, i), append(pids, pk.Key), append(cands, txns[i])
 		}
 		if len(idx) == 0 {
 			return txns, nil
@@ -390,7 +315,7 @@ func (t *txn) freeRetryIDs(picks []*dlqPick) ([]string, error) {
 			return nil, fmt.Errorf("read transactionIds: %w", err)
 		}
 		for _, i := range idx {
-			done[i] = !taken[key{picks[i].pid, txns[i]}]
+			done[i] = !taken[key{picks[i].Key, txns[i]}]
 		}
 	}
 }

@@ -1,20 +1,16 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/dlqsql"
 )
 
 // Dead letters matching a filter: ?1 tenant, ?2 queue, ?3 consumer group,
@@ -129,29 +125,23 @@ func (s *Store) DLQDelete(ctx context.Context, p *store.DLQDeleteParams) (int, e
 }
 
 // DLQRequeue requeues a selection of dead-lettered messages in one writer
-// job: the messages are pushed again in their order within each partition
-// and their dead letters deleted.
+// job (dlqsql): the messages are pushed again in their order within each
+// partition, then their dead letters deleted; the writer serialises two
+// requeues of one message.
 func (s *Store) DLQRequeue(ctx context.Context, p *store.DLQRequeueParams) (*store.DLQRequeueResult, error) {
-	tenant := store.TenantOrDefault(p.Tenant)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
 	var out *store.DLQRequeueResult
 	err := s.run(ctx, durable, func(tx *sql.Tx) error {
-		out = &store.DLQRequeueResult{}
 		t := s.txn(tx)
-		var picks []dlqPick
 		var err error
-		if len(p.Refs) > 0 {
-			picks, out.Failed, err = t.pickRefs(tenant, p)
-		} else {
-			picks, err = t.pickOldest(tenant, &p.DLQFilter, limit)
-		}
-		if err != nil {
-			return err
-		}
-		out.Requeued, err = t.requeue(tenant, picks, p.Now)
+		out, err = dlqsql.RequeueIn(dlqsql.Requeue[*dlqPick]{
+			Pick:    func(pk *dlqPick) *dlqsql.Pick { return &pk.Pick },
+			Refs:    t.pickRefs,
+			Oldest:  t.pickOldest,
+			FreeIDs: t.freeRetryIDs,
+			Push:    t.push,
+			Taken:   func(string) error { return errRetryTaken },
+			Done:    t.dropDeadLetters,
+		}, p)
 		return err
 	})
 	if err != nil {
@@ -160,50 +150,50 @@ func (s *Store) DLQRequeue(ctx context.Context, p *store.DLQRequeueParams) (*sto
 	return out, nil
 }
 
+// errRetryTaken: a requeue's push found its retry transactionId taken,
+// which the writer's serialisation rules out.
+var errRetryTaken = errors.New("retry transactionId taken")
+
 // dlqPick is a dead-lettered message selected for requeue with the dead
 // letters to delete.
 type dlqPick struct {
-	part *ctlPartition
-	msg  *ctlMessage
-	ids  []int64
+	dlqsql.Pick
+	ids []int64
+}
+
+func newPick(part *ctlPartition, msg *ctlMessage, ids []int64) *dlqPick {
+	return &dlqPick{Pick: dlqsql.Pick{Key: part.id, PartitionID: part.uuid, Partition: part.name, Queue: part.queue,
+		Seq: msg.seq, TransactionID: msg.transactionID, TraceID: msg.traceID, ProducerSub: msg.producerSub,
+		Payload: msg.payload}, ids: ids}
 }
 
 // pickRefs resolves the named messages and their dead letters matching the
 // filter; the others are failures.
-func (t *txn) pickRefs(tenant string, p *store.DLQRequeueParams) ([]dlqPick, []store.RequeueFailure, error) {
-	var picks []dlqPick
-	var failed []store.RequeueFailure
-	seen := make(map[store.MessageRef]bool, len(p.Refs))
-	for _, ref := range p.Refs {
-		if seen[ref] {
-			continue
-		}
-		seen[ref] = true
+func (t *txn) pickRefs(tenant string, refs []store.MessageRef, f *store.DLQFilter) ([]*dlqPick, []store.RequeueFailure, error) {
+	found := make([]*dlqPick, len(refs))
+	for i, ref := range refs {
 		part, msg, err := resolveMessage(t.ctx, t.tx, tenant, ref)
 		if errors.Is(err, store.ErrNotFound) {
-			failed = append(failed, store.RequeueFailure{MessageRef: ref, Error: api.TextMessageNotFound})
 			continue
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		args := append(dlqArgs(tenant, &p.DLQFilter), part.id, msg.seq)
+		args := append(dlqArgs(tenant, f), part.id, msg.seq)
 		ids, err := readInts(t.ctx, t.tx, sqlDLQOfMessage, args...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read dead letters: %w", err)
 		}
-		if len(ids) == 0 {
-			failed = append(failed, store.RequeueFailure{MessageRef: ref, Error: store.ErrNotDeadLettered.Error()})
-			continue
-		}
-		picks = append(picks, dlqPick{part: part, msg: msg, ids: ids})
+		found[i] = newPick(part, msg, ids)
 	}
+	picks, failed := dlqsql.Sift(refs, func(i int) (*dlqPick, bool) { return found[i], found[i] != nil },
+		func(pk *dlqPick) bool { return len(pk.ids) > 0 })
 	return picks, failed, nil
 }
 
 // pickOldest selects the oldest dead letters matching the filter, grouped by
 // message.
-func (t *txn) pickOldest(tenant string, f *store.DLQFilter, limit int) ([]dlqPick, error) {
+func (t *txn) pickOldest(tenant string, f *store.DLQFilter, limit int) ([]*dlqPick, error) {
 	rows, err := t.tx.QueryContext(t.ctx, sqlDLQOldest, append(dlqArgs(tenant, f), limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("read dead letters: %w", err)
@@ -233,7 +223,7 @@ func (t *txn) pickOldest(tenant string, f *store.DLQFilter, limit int) ([]dlqPic
 		return nil, fmt.Errorf("read dead letters: %w", err)
 	}
 	parts := make(map[int64]*ctlPartition)
-	picks := make([]dlqPick, 0, len(keys))
+	picks := make([]*dlqPick, 0, len(keys))
 	for i, k := range keys {
 		part := parts[k.pid]
 		if part == nil {
@@ -249,72 +239,47 @@ func (t *txn) pickOldest(tenant string, f *store.DLQFilter, limit int) ([]dlqPic
 			&msg.traceID, &msg.producerSub, &msg.payload, &msg.createdAt); err != nil {
 			return nil, fmt.Errorf("read message: %w", err)
 		}
-		picks = append(picks, dlqPick{part: part, msg: msg, ids: ids[i]})
+		picks = append(picks, newPick(part, msg, ids[i]))
 	}
 	return picks, nil
 }
 
-// requeue pushes the picked messages again, in offset order within each
-// partition, under fresh transactionIds, and deletes their dead letters.
-func (t *txn) requeue(tenant string, picks []dlqPick, now time.Time) ([]store.Requeued, error) {
-	if len(picks) == 0 {
-		return []store.Requeued{}, nil
-	}
-	slices.SortStableFunc(picks, func(a, b dlqPick) int {
-		return cmp.Or(cmp.Compare(a.part.id, b.part.id), cmp.Compare(a.msg.seq, b.msg.seq))
-	})
-	items := make([]store.PushItem, len(picks))
-	taken := make(map[[2]string]bool)
-	for i, pk := range picks {
-		txn, err := t.freeRetryID(pk.part, pk.msg.transactionID, taken)
-		if err != nil {
-			return nil, err
-		}
-		items[i] = store.PushItem{
-			MessageID: uuid.Must(uuid.NewV7()).String(), Partition: pk.part.name, Payload: pk.msg.payload,
-			ProducerSub: pk.msg.producerSub, Queue: pk.part.queue, Tenant: tenant, TraceID: pk.msg.traceID,
-			TransactionID: txn,
-		}
-	}
-	res, err := t.push(items, now)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.Requeued, len(picks))
+// dropDeadLetters deletes the dead letters of requeued picks.
+func (t *txn) dropDeadLetters(picks []*dlqPick) error {
 	var ids []int64
-	for i, pk := range picks {
-		if res[i].Status != store.PushQueued {
-			return nil, fmt.Errorf("requeue %s: push answered %s", items[i].TransactionID, res[i].Status)
-		}
-		out[i] = store.Requeued{MessageID: items[i].MessageID, OriginalTransactionID: pk.msg.transactionID,
-			PartitionID: pk.part.uuid, Queue: pk.part.queue, TransactionID: items[i].TransactionID}
+	for _, pk := range picks {
 		ids = append(ids, pk.ids...)
 	}
 	if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))`,
 		intsJSON(ids)); err != nil {
-		return nil, fmt.Errorf("delete dead letters: %w", err)
+		return fmt.Errorf("delete dead letters: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
-// freeRetryID returns the first "<txn>:retry:<n>" free in the partition and
-// not taken by this batch, and takes it.
-func (t *txn) freeRetryID(part *ctlPartition, txn string, taken map[[2]string]bool) (string, error) {
-	for n := 1; ; n++ {
-		cand := store.RetryTransactionID(txn, n)
-		k := [2]string{part.uuid, cand}
-		if taken[k] {
-			continue
-		}
-		var used bool
-		if err := t.tx.QueryRowContext(t.ctx, sqlTxnTaken, part.id, cand).Scan(&used); err != nil {
-			return "", fmt.Errorf("read transactionIds: %w", err)
-		}
-		if !used {
-			taken[k] = true
-			return cand, nil
+// freeRetryIDs returns per pick the first "<txn>:retry:<n>" free in its
+// partition and not given to an earlier pick.
+func (t *txn) freeRetryIDs(picks []*dlqPick) ([]string, error) {
+	out := make([]string, len(picks))
+	given := make(map[[2]string]bool)
+	for i, pk := range picks {
+		for n := 1; ; n++ {
+			cand := store.RetryTransactionID(pk.TransactionID, n)
+			k := [2]string{pk.PartitionID, cand}
+			if given[k] {
+				continue
+			}
+			var used bool
+			if err := t.tx.QueryRowContext(t.ctx, sqlTxnTaken, pk.Key, cand).Scan(&used); err != nil {
+				return nil, fmt.Errorf("read transactionIds: %w", err)
+			}
+			if !used {
+				given[k], out[i] = true, cand
+				break
+			}
 		}
 	}
+	return out, nil
 }
 
 // readInts runs a query of one integer column.
