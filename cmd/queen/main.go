@@ -149,7 +149,7 @@ func newCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra.Com
 		},
 	}
 
-	root.AddCommand(serveCmd, benchCmd, versionCmd, completionCmd, newBackupCommand(getenv, stdout))
+	root.AddCommand(serveCmd, benchCmd, versionCmd, completionCmd, newBackupCommand(getenv, stdout), newMigrateCommand(stdout))
 	addClientVerbs(root, getenv, stdout)
 	return root
 }

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Timers", func(t *testing.T) { runTimers(t, newStore) })       // timers.go
 	t.Run("Ephemeral", func(t *testing.T) { runEphemeral(t, newStore) }) // ephemeral.go
 	t.Run("Webhooks", func(t *testing.T) { runWebhooks(t, newStore) })   // webhooks.go
+	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })   // transfer.go
 }
 
 // setup marks t parallel and returns a fresh store.

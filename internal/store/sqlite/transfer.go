@@ -1,0 +1,453 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// The migration's reads and writes (store.TransferStore). Offsets here are
+// the table-wide rowids of messages.seq; positions cross the interface as
+// counts of messages, which the import turns back into cursors.
+const (
+	sqlXQueueCount = `SELECT count(*) FROM queues`
+	sqlXCounts     = `SELECT
+		(SELECT count(*) FROM queues),
+		(SELECT count(*) FROM partitions p JOIN queues q ON q.id = p.queue_id),
+		(SELECT count(*) FROM messages m JOIN partitions p ON p.id = m.partition_id JOIN queues q ON q.id = p.queue_id
+			WHERE m.seq > p.cleared_offset),
+		(SELECT count(*) FROM (SELECT queue_id, consumer_group FROM consumer_groups
+			UNION SELECT queue_id, consumer_group FROM lanes) g JOIN queues q ON q.id = g.queue_id),
+		(SELECT count(*) FROM dead_letters d JOIN partitions p ON p.id = d.partition_id
+			JOIN queues q ON q.id = p.queue_id WHERE d.message_seq > p.cleared_offset)`
+
+	sqlXQueues     = `SELECT tenant, name, namespace, task, options, created_at FROM queues ORDER BY tenant, name`
+	sqlXPartitions = `SELECT p.uuid, p.name, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = ? AND q.name = ? ORDER BY p.name`
+	sqlXPartition = `SELECT id, queue_id, cleared_offset, last_offset FROM partitions WHERE uuid = ? AND queue_id > 0`
+	sqlXMessages  = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload, created_at
+		FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	sqlXGroups = `SELECT g.consumer_group, max(g.subscribed_from), max(g.created_at) FROM (
+			SELECT consumer_group, subscribed_from, created_at FROM consumer_groups WHERE queue_id = ?1
+			UNION ALL SELECT consumer_group, 0, 0 FROM lanes WHERE queue_id = ?1) g
+		GROUP BY g.consumer_group ORDER BY g.consumer_group`
+	sqlXLanes = `SELECT l.consumer_group, p.uuid, max(l.cursor, p.cleared_offset)
+		FROM lanes l JOIN partitions p ON p.id = l.partition_id WHERE l.queue_id = ? AND p.queue_id = l.queue_id`
+	sqlXDeadLetters = `SELECT d.id, m.transaction_id, d.consumer_group, d.error, d.retry_count, d.failed_at
+		FROM dead_letters d JOIN messages m ON m.seq = d.message_seq
+		WHERE d.partition_id = ?1 AND d.id > ?2 AND d.message_seq > ?3 ORDER BY d.id LIMIT ?4`
+
+	sqlXPartitionInsert = `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`
+	sqlXPartitionMoved  = `UPDATE partitions SET last_offset = ?1, last_message_at = max(last_message_at, ?2) WHERE id = ?3`
+	sqlXQueuePartitions = `SELECT id, uuid FROM partitions WHERE queue_id = ?`
+	// The cursor after the first n (?2 > 0) messages of partition ?1, or
+	// its last offset when it holds fewer.
+	sqlXCursorAfter = `SELECT COALESCE((SELECT seq FROM messages WHERE partition_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2 - 1),
+		(SELECT last_offset FROM partitions WHERE id = ?1))`
+	sqlXLaneInsert = `INSERT INTO lanes (partition_id, consumer_group, queue_id, cursor, ready)
+		VALUES (?1, ?2, ?3, ?4, (SELECT last_offset FROM partitions WHERE id = ?1) > ?4)
+		ON CONFLICT (partition_id, consumer_group) DO UPDATE SET cursor = excluded.cursor, ready = excluded.ready`
+	sqlXGroupInsert = `INSERT INTO consumer_groups (queue_id, consumer_group, subscribed_from, created_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlXDeadLetterInsert = `INSERT INTO dead_letters
+		(partition_id, message_seq, consumer_group, error, retry_count, failed_at)
+		SELECT ?1, seq, ?3, ?4, ?5, ?6 FROM messages WHERE partition_id = ?1 AND transaction_id = ?2`
+)
+
+var _ store.TransferStore = (*Store)(nil)
+
+// TransferQueueCount counts the queues of every tenant.
+func (s *Store) TransferQueueCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.read(ctx, "count queues", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, sqlXQueueCount).Scan(&n)
+	})
+	return n, err
+}
+
+// TransferCounts counts what a migration copies.
+func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error) {
+	var c store.TransferCounts
+	err := s.read(ctx, "count rows", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters)
+	})
+	return c, err
+}
+
+// ExportQueues calls fn with every queue. Queues are few: they are read
+// whole before fn runs.
+func (s *Store) ExportQueues(ctx context.Context, fn func(store.TransferQueue) error) error {
+	var qs []store.TransferQueue
+	err := s.read(ctx, "export queues", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, sqlXQueues)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var q store.TransferQueue
+			var opts string
+			var at int64
+			if err := rows.Scan(&q.Tenant, &q.Name, &q.Namespace, &q.Task, &opts, &at); err != nil {
+				return err
+			}
+			if q.Options, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
+				return fmt.Errorf("queue %q: %w", q.Name, err)
+			}
+			q.CreatedAt = fromMs(at)
+			qs = append(qs, q)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if err := fn(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExportPartitions calls fn with every partition of a queue.
+func (s *Store) ExportPartitions(ctx context.Context, q store.TransferQueueRef, fn func(store.TransferPartition) error) error {
+	var ps []store.TransferPartition
+	err := s.read(ctx, "export partitions", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, sqlXPartitions, store.TenantOrDefault(q.Tenant), q.Name)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p store.TransferPartition
+			var at int64
+			if err := rows.Scan(&p.ID, &p.Name, &at); err != nil {
+				return err
+			}
+			p.CreatedAt = fromMs(at)
+			ps = append(ps, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// xPartition is a partition's row as the migration needs it.
+type xPartition struct {
+	id, queueID, cleared, last int64
+}
+
+func readXPartition(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, uuid string) (xPartition, error) {
+	var p xPartition
+	err := q.QueryRowContext(ctx, sqlXPartition, uuid).Scan(&p.id, &p.queueID, &p.cleared, &p.last)
+	if err == sql.ErrNoRows {
+		return p, fmt.Errorf("partition %s: %w", uuid, store.ErrNotFound)
+	}
+	return p, err
+}
+
+// ExportMessages returns a page of a partition's messages after offset after.
+func (s *Store) ExportMessages(ctx context.Context, partitionID string, after int64, limit int) ([]store.TransferMessage, error) {
+	var out []store.TransferMessage
+	err := s.read(ctx, "export messages", func(tx *sql.Tx) error {
+		p, err := readXPartition(ctx, tx, partitionID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, sqlXMessages, p.id, max(after, p.cleared), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m store.TransferMessage
+			var at int64
+			if err := rows.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at); err != nil {
+				return err
+			}
+			m.CreatedAt = fromMs(at)
+			out = append(out, m)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ExportGroups returns a queue's groups with their cursors.
+func (s *Store) ExportGroups(ctx context.Context, q store.TransferQueueRef) ([]store.TransferGroup, error) {
+	var out []store.TransferGroup
+	err := s.read(ctx, "export groups", func(tx *sql.Tx) error {
+		var qid int64
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM queues WHERE tenant = ? AND name = ?`,
+			store.TenantOrDefault(q.Tenant), q.Name).Scan(&qid); err != nil {
+			return fmt.Errorf("queue %q: %w", q.Name, err)
+		}
+		rows, err := tx.QueryContext(ctx, sqlXGroups, qid)
+		if err != nil {
+			return err
+		}
+		byName := map[string]int{}
+		for rows.Next() {
+			var g store.TransferGroup
+			var from, at int64
+			if err := rows.Scan(&g.Name, &from, &at); err != nil {
+				rows.Close()
+				return err
+			}
+			g.SubscribedFrom, g.CreatedAt, g.Cursors = fromMs(from), fromMs(at), map[string]int64{}
+			byName[g.Name] = len(out)
+			out = append(out, g)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, sqlXLanes, qid)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var group, part string
+			var cursor int64
+			if err := rows.Scan(&group, &part, &cursor); err != nil {
+				return err
+			}
+			if i, ok := byName[group]; ok {
+				out[i].Cursors[part] = cursor
+			}
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ExportDeadLetters returns a page of a partition's dead letters.
+func (s *Store) ExportDeadLetters(ctx context.Context, partitionID string, afterID int64, limit int) ([]store.TransferDeadLetter, error) {
+	var out []store.TransferDeadLetter
+	err := s.read(ctx, "export dead letters", func(tx *sql.Tx) error {
+		p, err := readXPartition(ctx, tx, partitionID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, sqlXDeadLetters, p.id, afterID, p.cleared, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d store.TransferDeadLetter
+			var at int64
+			if err := rows.Scan(&d.ID, &d.TransactionID, &d.Group, &d.Error, &d.RetryCount, &at); err != nil {
+				return err
+			}
+			d.FailedAt = fromMs(at)
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ImportQueue creates a queue with its settings.
+func (s *Store) ImportQueue(ctx context.Context, q store.TransferQueue) error {
+	return s.run(ctx, durable, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		name := queueName{store.TenantOrDefault(q.Tenant), q.Name}
+		if existing, err := t.existingQueue(name); err != nil || existing != nil {
+			if err == nil {
+				err = fmt.Errorf("queue %q exists already", q.Name)
+			}
+			return err
+		}
+		row, err := t.queue(name, q.Namespace, q.Task, q.CreatedAt)
+		if err != nil {
+			return err
+		}
+		opts := store.EncodeQueueOptions(q.Options)
+		if _, err := t.exec(sqlQueueUpdate, q.Namespace, q.Task, q.Options.Priority, string(opts), row.id); err != nil {
+			return fmt.Errorf("set queue options: %w", err)
+		}
+		row.opts = q.Options
+		return nil
+	})
+}
+
+// ImportPartition creates a partition of a queue, keeping p.ID when set.
+func (s *Store) ImportPartition(ctx context.Context, q store.TransferQueueRef, p store.TransferPartition) (string, error) {
+	id := p.ID
+	if id == "" {
+		id = mustUUID()
+	}
+	err := s.run(ctx, durable, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		row, err := t.existingQueue(queueName{store.TenantOrDefault(q.Tenant), q.Name})
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return fmt.Errorf("queue %q: %w", q.Name, store.ErrNotFound)
+		}
+		res, err := tx.ExecContext(ctx, sqlXPartitionInsert, id, row.id, p.Name, p.CreatedAt.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("create partition %q: %w", p.Name, err)
+		}
+		pid, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(sqlLanesForPartition, pid, row.id); err != nil {
+			return fmt.Errorf("create lanes: %w", err)
+		}
+		return nil
+	})
+	return id, err
+}
+
+// ImportMessages appends messages to a partition in one transaction, at
+// offsets from the writer's counter, each with its own creation time; the
+// partition's last offset (and so its message count, by trigger) moves once.
+func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []store.TransferMessage) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	return s.run(ctx, durable, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		p, err := readXPartition(ctx, tx, partitionID)
+		if err != nil {
+			return err
+		}
+		var last, newest int64
+		for rest := ms; len(rest) > 0; {
+			n := min(len(rest), maxInsertRows)
+			for n&(n-1) != 0 { // statements exist for powers of two rows
+				n &= n - 1
+			}
+			args := make([]any, 0, 8*n)
+			for _, m := range rest[:n] {
+				last = t.takeSeq()
+				at := m.CreatedAt.UnixMilli()
+				newest = max(newest, at)
+				args = append(args, last, p.id, m.ID, m.TransactionID, nullString(m.TraceID), nullString(m.ProducerSub),
+					m.Payload, at)
+			}
+			res, err := t.exec(t.st.insertRows[n], args...)
+			if err != nil {
+				return fmt.Errorf("insert messages: %w", err)
+			}
+			if k, err := res.RowsAffected(); err != nil || int(k) != n {
+				return fmt.Errorf("insert messages: %d of %d stored (a transactionId repeats in the partition): %v", k, n, err)
+			}
+			rest = rest[n:]
+		}
+		if _, err := tx.ExecContext(ctx, sqlXPartitionMoved, last, newest, p.id); err != nil {
+			return fmt.Errorf("advance partition: %w", err)
+		}
+		if _, err := t.exec(sqlLanesMarkReady, p.id); err != nil {
+			return fmt.Errorf("mark lanes ready: %w", err)
+		}
+		t.forgetUnconsumed(p.id)
+		return nil
+	})
+}
+
+// ImportGroup records a group with a lane per partition of the queue.
+func (s *Store) ImportGroup(ctx context.Context, q store.TransferQueueRef, g store.TransferGroup) error {
+	return s.run(ctx, durable, func(tx *sql.Tx) error {
+		t := s.txn(tx)
+		row, err := t.existingQueue(queueName{store.TenantOrDefault(q.Tenant), q.Name})
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return fmt.Errorf("queue %q: %w", q.Name, store.ErrNotFound)
+		}
+		created := g.CreatedAt
+		if created.IsZero() {
+			created = time.Now()
+		}
+		if _, err := tx.ExecContext(ctx, sqlXGroupInsert, row.id, g.Name, msOrZero(g.SubscribedFrom), created.UnixMilli()); err != nil {
+			return fmt.Errorf("record group: %w", err)
+		}
+		rows, err := tx.QueryContext(ctx, sqlXQueuePartitions, row.id)
+		if err != nil {
+			return err
+		}
+		type part struct {
+			id   int64
+			uuid string
+		}
+		var parts []part
+		for rows.Next() {
+			var p part
+			if err := rows.Scan(&p.id, &p.uuid); err != nil {
+				rows.Close()
+				return err
+			}
+			parts = append(parts, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, p := range parts {
+			var cursor int64
+			if n := g.Consumed[p.uuid]; n > 0 {
+				if err := tx.QueryRowContext(ctx, sqlXCursorAfter, p.id, n).Scan(&cursor); err != nil {
+					return fmt.Errorf("find cursor: %w", err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, sqlXLaneInsert, p.id, g.Name, row.id, cursor); err != nil {
+				return fmt.Errorf("write lane: %w", err)
+			}
+			t.forgetUnconsumed(p.id)
+		}
+		return nil
+	})
+}
+
+// ImportDeadLetters records dead letters of a partition's messages.
+func (s *Store) ImportDeadLetters(ctx context.Context, partitionID string, ds []store.TransferDeadLetter) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	return s.run(ctx, durable, func(tx *sql.Tx) error {
+		p, err := readXPartition(ctx, tx, partitionID)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			res, err := tx.ExecContext(ctx, sqlXDeadLetterInsert, p.id, d.TransactionID, d.Group, d.Error, d.RetryCount,
+				d.FailedAt.UnixMilli())
+			if err != nil {
+				return fmt.Errorf("insert dead letter: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("dead letter of transactionId %q: no such message in partition %s", d.TransactionID, partitionID)
+			}
+		}
+		return nil
+	})
+}
+
+// msOrZero is t in Unix ms, 0 for the zero time.
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,210 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// transferStore asserts the migration's interface on a store.
+func transferStore(t testing.TB, s store.Store) store.TransferStore {
+	t.Helper()
+	x, ok := s.(store.TransferStore)
+	if !ok {
+		t.Fatalf("%T does not implement store.TransferStore", s)
+	}
+	return x
+}
+
+// importMessages are n messages with distinct fields, created a millisecond
+// and a few microseconds apart from start.
+func importMessages(start time.Time, first, n int) []store.TransferMessage {
+	out := make([]store.TransferMessage, n)
+	for i := range out {
+		k := first + i
+		out[i] = store.TransferMessage{
+			ID: NewID(), TransactionID: fmt.Sprintf("txn-%d", k), Payload: []byte(fmt.Sprintf(`{"k":%d}`, k)),
+			CreatedAt: start.Add(time.Duration(k)*time.Millisecond + 7*time.Microsecond),
+		}
+		if k%2 == 0 {
+			out[i].TraceID, out[i].ProducerSub = NewID(), "producer-"+fmt.Sprint(k)
+		}
+	}
+	return out
+}
+
+func runTransfer(t *testing.T, newStore func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	t.Run("ImportKeepsOrderPositionsAndDeadLetters", func(t *testing.T) {
+		s := setup(t, newStore)
+		x := transferStore(t, s)
+		if n, err := x.TransferQueueCount(ctx); err != nil || n != 0 {
+			t.Fatalf("TransferQueueCount of a fresh store = %d, %v; want 0", n, err)
+		}
+		ref := store.TransferQueueRef{Name: "moved"}
+		opts := store.DefaultQueueOptions()
+		opts.RetryLimit, opts.LeaseTime, opts.Priority, opts.DeadLetterQueue = 7, 45, 3, true
+		if err := x.ImportQueue(ctx, store.TransferQueue{TransferQueueRef: ref, Namespace: "ns", Task: "tk",
+			Options: opts, CreatedAt: T0}); err != nil {
+			t.Fatalf("ImportQueue: %v", err)
+		}
+		const keptID = "0190f7a2-0000-7000-8000-000000000001"
+		p1, err := x.ImportPartition(ctx, ref, store.TransferPartition{ID: keptID, Name: "p1", CreatedAt: T0})
+		if err != nil || p1 != keptID {
+			t.Fatalf("ImportPartition(p1) = %q, %v; want the id kept", p1, err)
+		}
+		p2, err := x.ImportPartition(ctx, ref, store.TransferPartition{Name: "p2", CreatedAt: T0})
+		if err != nil || p2 == "" {
+			t.Fatalf("ImportPartition(p2) = %q, %v", p2, err)
+		}
+		ms := importMessages(T0, 0, 5)
+		for _, batch := range [][]store.TransferMessage{ms[:3], ms[3:]} {
+			if err := x.ImportMessages(ctx, p1, batch); err != nil {
+				t.Fatalf("ImportMessages: %v", err)
+			}
+		}
+		ms2 := importMessages(T0, 10, 2)
+		if err := x.ImportMessages(ctx, p2, ms2); err != nil {
+			t.Fatalf("ImportMessages(p2): %v", err)
+		}
+		if err := x.ImportMessages(ctx, NewID(), ms2); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ImportMessages into an unknown partition: %v, want ErrNotFound", err)
+		}
+		for _, g := range []store.TransferGroup{
+			{Name: "g", CreatedAt: T0, Consumed: map[string]int64{p1: 2}},
+			{Name: "done", CreatedAt: T0, Consumed: map[string]int64{p1: 5, p2: 9}},
+			{Name: store.QueueMode, CreatedAt: T0},
+		} {
+			if err := x.ImportGroup(ctx, ref, g); err != nil {
+				t.Fatalf("ImportGroup(%s): %v", g.Name, err)
+			}
+		}
+		dl := []store.TransferDeadLetter{{TransactionID: "txn-1", Group: "g", Error: "boom", RetryCount: 4,
+			FailedAt: At(time.Minute)}}
+		if err := x.ImportDeadLetters(ctx, p1, dl); err != nil {
+			t.Fatalf("ImportDeadLetters: %v", err)
+		}
+		if err := x.ImportDeadLetters(ctx, p1, []store.TransferDeadLetter{{TransactionID: "nope", Group: "g"}}); err == nil {
+			t.Fatal("ImportDeadLetters of an unknown transactionId succeeded")
+		}
+		c, err := x.TransferCounts(ctx)
+		if err != nil {
+			t.Fatalf("TransferCounts: %v", err)
+		}
+		if want := (store.TransferCounts{Queues: 1, Partitions: 2, Messages: 7, ConsumerGroups: 3, DeadLetters: 1}); c != want {
+			t.Fatalf("TransferCounts = %+v, want %+v", c, want)
+		}
+
+		now := At(time.Hour)
+		got, _ := popGroup(t, s, "moved", "p1", "g", now, true)
+		wantMessages(t, "group g after 2 consumed", got, ms[2:])
+		if got, _ := popGroup(t, s, "moved", "", "done", now, true); len(got) != 0 {
+			t.Fatalf("group done popped %d messages, want none", len(got))
+		}
+		got, _ = popGroup(t, s, "moved", "p1", store.QueueMode, now, true)
+		wantMessages(t, "queue mode from the start", got, ms)
+
+		// A push after the import lands after the imported messages.
+		PushItems(t, s, now, Item("moved", "p1", 99))
+		got, _ = popGroup(t, s, "moved", "p1", "done", now, true)
+		if len(got) != 1 || string(got[0].Payload) != `{"n":99}` {
+			t.Fatalf("after a push, group done popped %d messages, want the pushed one", len(got))
+		}
+
+		d := dlqList(t, s, &store.DLQListParams{DLQFilter: store.DLQFilter{Queue: "moved"}})
+		if len(d) != 1 || d[0].TransactionID != "txn-1" || d[0].Error != "boom" || d[0].RetryCount != 4 ||
+			d[0].ConsumerGroup != "g" || !d[0].FailedAt.Equal(At(time.Minute)) {
+			t.Fatalf("DLQ after import = %+v", d)
+		}
+		o, err := s.QueueOptionsGet(ctx, &store.QueueOptionsGetParams{Names: []string{"moved"}})
+		if err != nil || o["moved"] != opts {
+			t.Fatalf("options after import = %+v, %v; want %+v", o["moved"], err, opts)
+		}
+		det, err := s.QueueGet(ctx, &store.QueueGetParams{Name: "moved", Now: now})
+		if err != nil || det.Queue.Namespace != "ns" || det.Queue.Task != "tk" || det.Queue.Messages.Total != 8 {
+			t.Fatalf("QueueGet after import = %+v, %v; want ns/tk and 8 messages", det, err)
+		}
+
+		// The export reads back what was imported, with offsets that the
+		// cursors name.
+		back, err := x.ExportMessages(ctx, p1, 0, 3)
+		if err != nil || len(back) != 3 {
+			t.Fatalf("ExportMessages = %d, %v; want 3", len(back), err)
+		}
+		more, err := x.ExportMessages(ctx, p1, back[2].Offset, 100)
+		if err != nil || len(more) != 3 {
+			t.Fatalf("ExportMessages after %d = %d, %v; want 3", back[2].Offset, len(more), err)
+		}
+		for i, m := range append(back, more[:2]...) {
+			w := ms[i]
+			if m.ID != w.ID || m.TransactionID != w.TransactionID || m.TraceID != w.TraceID ||
+				m.ProducerSub != w.ProducerSub || string(m.Payload) != string(w.Payload) ||
+				!m.CreatedAt.Equal(w.CreatedAt.Truncate(time.Millisecond)) {
+				t.Fatalf("exported message %d = %+v, want %+v", i, m, w)
+			}
+		}
+		groups, err := x.ExportGroups(ctx, ref)
+		if err != nil || len(groups) != 3 {
+			t.Fatalf("ExportGroups = %+v, %v", groups, err)
+		}
+		dls, err := x.ExportDeadLetters(ctx, p1, 0, 10)
+		if err != nil || len(dls) != 1 || dls[0].TransactionID != "txn-1" || dls[0].RetryCount != 4 {
+			t.Fatalf("ExportDeadLetters = %+v, %v", dls, err)
+		}
+		var qs []store.TransferQueue
+		if err := x.ExportQueues(ctx, func(q store.TransferQueue) error { qs = append(qs, q); return nil }); err != nil ||
+			len(qs) != 1 || qs[0].Options != opts || qs[0].Namespace != "ns" {
+			t.Fatalf("ExportQueues = %+v, %v", qs, err)
+		}
+	})
+
+	t.Run("ExportCursorsOfAGroupPartWay", func(t *testing.T) {
+		s := setup(t, newStore)
+		x := transferStore(t, s)
+		Push(t, s, "src", "a", 6)
+		consume(t, s, "src", "a", "g", 4, At(time.Second))
+		groups, err := x.ExportGroups(ctx, store.TransferQueueRef{Name: "src"})
+		if err != nil || len(groups) != 1 {
+			t.Fatalf("ExportGroups = %+v, %v", groups, err)
+		}
+		var pid string
+		if err := x.ExportPartitions(ctx, store.TransferQueueRef{Name: "src"}, func(p store.TransferPartition) error {
+			if p.Name == "a" {
+				pid = p.ID
+			}
+			return nil
+		}); err != nil || pid == "" {
+			t.Fatalf("ExportPartitions: %v", err)
+		}
+		ms, err := x.ExportMessages(ctx, pid, 0, 100)
+		if err != nil || len(ms) != 6 {
+			t.Fatalf("ExportMessages = %d, %v", len(ms), err)
+		}
+		if got := groups[0].Cursors[pid]; got != ms[3].Offset {
+			t.Fatalf("cursor of g = %d, want the 4th message's offset %d", got, ms[3].Offset)
+		}
+		if n, err := x.TransferQueueCount(ctx); err != nil || n != 1 {
+			t.Fatalf("TransferQueueCount = %d, %v; want 1", n, err)
+		}
+	})
+}
+
+// wantMessages checks popped messages against imported ones, in order.
+func wantMessages(t testing.TB, what string, got []store.Message, want []store.TransferMessage) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: popped %d messages, want %d", what, len(got), len(want))
+	}
+	for i, m := range got {
+		w := want[i]
+		if m.ID != w.ID || m.TransactionID != w.TransactionID || m.TraceID != w.TraceID ||
+			m.ProducerSub != w.ProducerSub || string(m.Payload) != string(w.Payload) ||
+			!m.CreatedAt.Equal(w.CreatedAt.Truncate(time.Millisecond)) {
+			t.Fatalf("%s: message %d = %+v, want %+v", what, i, m, w)
+		}
+	}
+}
