@@ -310,26 +310,11 @@ func processPoints(rows []store.WorkerMinute, d time.Duration) map[int64]*proces
 	return out
 }
 
-// StatusQueue is a queue with its configuration and a page of its
-// partitions.
-type StatusQueue struct {
-	Config store.Queue
-	store.QueueDetail
-}
-
-// StatusQueue describes one of the tenant's queues with its configuration;
-// store.ErrQueueNotFound if it has none of that name.
-func (c *Control) StatusQueue(ctx context.Context, tenant string, p store.QueueGetParams) (*StatusQueue, error) {
+// StatusQueue describes one of the tenant's queues with its configuration
+// (QueueGet: one read); store.ErrQueueNotFound if it has none of that name.
+func (c *Control) StatusQueue(ctx context.Context, tenant string, p store.QueueGetParams) (*store.QueueDetail, error) {
 	p.Tenant, p.Now = tenant, c.now()
-	d, err := c.store.QueueGet(ctx, &p)
-	if err != nil {
-		return nil, err
-	}
-	q, err := c.store.StatsQueueConfig(ctx, &store.StatsQueueConfigParams{Tenant: tenant, Name: p.Name})
-	if err != nil {
-		return nil, err
-	}
-	return &StatusQueue{Config: *q, QueueDetail: *d}, nil
+	return c.store.QueueGet(ctx, &p)
 }
 
 // StatusQueueMessages lists a page of one of the tenant's queues' messages,

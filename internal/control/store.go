@@ -31,7 +31,6 @@ type Store interface {
 
 	StatsEngine(ctx context.Context, p *store.StatsEngineParams) (*store.EngineStats, error)
 	StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*store.LeaseSummary, error)
-	StatsQueueConfig(ctx context.Context, p *store.StatsQueueConfigParams) (*store.Queue, error)
 	StatsQueueGauges(ctx context.Context, p *store.StatsQueueGaugesParams) (*store.QueueGauges, error)
 	StatsQueueMessages(ctx context.Context, p *store.StatsQueueMessagesParams) ([]store.QueueMessage, error)
 	StatsQueueSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.QueueBucket, error)

@@ -190,7 +190,7 @@ func (g *statusRoutes) statusQueue(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return entity(err)
 	}
-	o := d.Config.Options
+	o := d.Options
 	totals := counts(d.Queue.Messages)
 	out := api.StatusQueueDetail{
 		Queue: api.StatusQueueHead{ID: d.Queue.ID, Name: d.Queue.Name, Namespace: nullable(d.Queue.Namespace),

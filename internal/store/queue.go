@@ -214,9 +214,10 @@ type QueueGetParams struct {
 	Tenant string
 }
 
-// QueueDetail is a queue (its figures over all partitions) and a page of
-// its partitions.
+// QueueDetail is a queue (its figures over all partitions, its
+// configuration) and a page of its partitions.
 type QueueDetail struct {
+	Options    QueueOptions
 	Partitions []PartitionInfo
 	Queue      QueueInfo
 }

@@ -25,9 +25,6 @@ type StatsStore interface {
 	// StatsPool reports the use of the engine's connections right now. It
 	// reads counters in memory and never blocks.
 	StatsPool() PoolUsage
-	// StatsQueueConfig returns one queue's configuration; ErrQueueNotFound
-	// if the tenant has no queue of that name.
-	StatsQueueConfig(ctx context.Context, p *StatsQueueConfigParams) (*Queue, error)
 	// StatsQueueGauges reports the live figures of the deepest queues of
 	// every tenant (most pending first, at most p.Limit of them) and the
 	// totals of all queues.
@@ -93,12 +90,6 @@ type StatsLeasesParams struct {
 type LeaseSummary struct {
 	Lanes  int // lanes under a live lease
 	Leases int // distinct live leases (a pop of several partitions holds one lease on each)
-}
-
-// StatsQueueConfigParams name a queue.
-type StatsQueueConfigParams struct {
-	Name   string
-	Tenant string
 }
 
 // StatsQueueGaugesParams bound StatsQueueGauges.

@@ -33,7 +33,7 @@ const (
 	// One queue ($2 tenant, $3 name) with its figures over all partitions.
 	sqlQueueGet = `SELECT q.id, q.uuid, q.name, q.namespace, q.task, q.created_at, count(pf.total),
 			COALESCE(sum(pf.total), 0), COALESCE(sum(pf.pending), 0), COALESCE(sum(pf.processing), 0),
-			COALESCE(sum(pf.completed), 0), COALESCE(sum(pf.dead), 0)
+			COALESCE(sum(pf.completed), 0), COALESCE(sum(pf.dead), 0), q.options
 		FROM queues q LEFT JOIN LATERAL (
 			SELECT ` + sqlPartitionColumnsAs + `, ` + sqlDeadLetterCount + ` AS dead
 			FROM partitions p ` + sqlPartitionFigures + `
@@ -141,11 +141,12 @@ func (s *Store) QueueGet(ctx context.Context, p *store.QueueGetParams) (*store.Q
 	out := &store.QueueDetail{}
 	err := s.inReadTx(ctx, "describe queue", func(t *txn) error {
 		var id, created int64
+		var opts []byte
 		q := &out.Queue
 		m := &q.Messages
 		err := t.tx.QueryRow(t.ctx, sqlQueueGet, p.Now.UnixMilli(), tenant, p.Name).Scan(&id, &q.ID, &q.Name,
 			&q.Namespace, &q.Task, &created, &q.Partitions, &m.Total, &m.Pending, &m.Processing, &m.Completed,
-			&m.DeadLetter)
+			&m.DeadLetter, &opts)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrQueueNotFound
 		}
@@ -153,6 +154,9 @@ func (s *Store) QueueGet(ctx context.Context, p *store.QueueGetParams) (*store.Q
 			return err
 		}
 		q.CreatedAt = fromMs(created)
+		if out.Options, err = store.DecodeQueueOptions(opts); err != nil {
+			return err
+		}
 		out.Partitions, err = t.partitionPage(sqlPartitionsOfQueue, p.Now.UnixMilli(), id, store.PageLimit(p.Limit),
 			max(p.Offset, 0))
 		return err

@@ -49,8 +49,6 @@ const (
 		FROM lanes l JOIN partitions p ON p.id = l.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE l.lease_id IS NOT NULL AND l.lease_expires_at > $1 AND q.tenant = $2 AND ($3 = '' OR q.name = $3)`
 
-	sqlStatsQueueConfig = `SELECT uuid, name, namespace, task, options FROM queues WHERE tenant = $1 AND name = $2`
-
 	// A queue's partitions holding messages, newest last message first.
 	sqlStatsNewestPartitions = `SELECT id, uuid, name, last_offset, cleared_offset, last_message_at FROM partitions
 		WHERE queue_id = $1 AND last_offset > cleared_offset ORDER BY last_message_at DESC, id DESC
@@ -66,28 +64,6 @@ const (
 	sqlStatsDeadLetters = `SELECT DISTINCT message_seq FROM dead_letters
 		WHERE partition_id = $1 AND message_seq BETWEEN $2 AND $3`
 )
-
-// StatsQueueConfig returns one queue's configuration.
-func (s *Store) StatsQueueConfig(ctx context.Context, p *store.StatsQueueConfigParams) (*store.Queue, error) {
-	q := &store.Queue{Tenant: store.TenantOrDefault(p.Tenant)}
-	err := s.inReadTx(ctx, "queue configuration", func(t *txn) error {
-		var opts []byte
-		err := t.tx.QueryRow(t.ctx, sqlStatsQueueConfig, q.Tenant, p.Name).Scan(&q.ID, &q.Name, &q.Namespace,
-			&q.Task, &opts)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrQueueNotFound
-		}
-		if err != nil {
-			return err
-		}
-		q.Options, err = store.DecodeQueueOptions(opts)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return q, nil
-}
 
 // StatsLeases counts live leases.
 func (s *Store) StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*store.LeaseSummary, error) {

@@ -25,7 +25,7 @@ const (
 		WHERE tenant = ?1 AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3)`
 	// One queue (?2 tenant, ?3 name) with its figures over all partitions.
 	sqlInspectQueueGet = `SELECT q.id, q.uuid, q.name, q.namespace, q.task, q.created_at, ` + sqlPartSums + `,
-			COALESCE(sum(` + sqlPartDead + `), 0)
+			COALESCE(sum(` + sqlPartDead + `), 0), q.options
 		FROM queues q LEFT JOIN partitions p ON p.queue_id = q.id
 		WHERE q.tenant = ?2 AND q.name = ?3 GROUP BY q.id`
 	sqlInspectQueueID = `SELECT id FROM queues WHERE tenant = ?1 AND name = ?2`
@@ -116,11 +116,12 @@ func (s *Store) QueueGet(ctx context.Context, p *store.QueueGetParams) (*store.Q
 	out := &store.QueueDetail{}
 	err := s.read(ctx, "describe queue", func(tx *sql.Tx) error {
 		var id, created int64
+		var opts string
 		q := &out.Queue
 		m := &q.Messages
 		err := tx.QueryRowContext(ctx, sqlInspectQueueGet, p.Now.UnixMilli(), tenant, p.Name).Scan(&id, &q.ID,
 			&q.Name, &q.Namespace, &q.Task, &created, &q.Partitions, &m.Total, &m.Pending, &m.Processing,
-			&m.Completed, &m.DeadLetter)
+			&m.Completed, &m.DeadLetter, &opts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrQueueNotFound
 		}
@@ -128,6 +129,9 @@ func (s *Store) QueueGet(ctx context.Context, p *store.QueueGetParams) (*store.Q
 			return err
 		}
 		q.CreatedAt = fromMs(created)
+		if out.Options, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
+			return err
+		}
 		out.Partitions, err = partitionPage(ctx, tx, sqlInspectPartitionsOfQueue, p.Now.UnixMilli(), id,
 			store.PageLimit(p.Limit), max(p.Offset, 0))
 		return err

@@ -41,8 +41,6 @@ const (
 		FROM lanes l JOIN partitions p ON p.id = l.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE l.lease_id IS NOT NULL AND l.lease_expires_at > ?1 AND q.tenant = ?2 AND (?3 = '' OR q.name = ?3)`
 
-	sqlStatsQueueConfig = `SELECT uuid, name, namespace, task, options FROM queues WHERE tenant = ? AND name = ?`
-
 	// A queue's partitions holding messages, newest last message first.
 	sqlStatsNewestPartitions = `SELECT id, uuid, name, last_offset, cleared_offset FROM partitions
 		WHERE queue_id = ? AND last_offset > cleared_offset ORDER BY last_offset DESC, id DESC LIMIT ? OFFSET ?`
@@ -57,28 +55,6 @@ const (
 	sqlStatsDeadLetters = `SELECT DISTINCT message_seq FROM dead_letters
 		WHERE partition_id = ? AND message_seq BETWEEN ? AND ?`
 )
-
-// StatsQueueConfig returns one queue's configuration.
-func (s *Store) StatsQueueConfig(ctx context.Context, p *store.StatsQueueConfigParams) (*store.Queue, error) {
-	q := &store.Queue{Tenant: store.TenantOrDefault(p.Tenant)}
-	err := s.read(ctx, "queue configuration", func(tx *sql.Tx) error {
-		var opts string
-		err := tx.QueryRowContext(ctx, sqlStatsQueueConfig, q.Tenant, p.Name).Scan(&q.ID, &q.Name, &q.Namespace,
-			&q.Task, &opts)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrQueueNotFound
-		}
-		if err != nil {
-			return err
-		}
-		q.Options, err = store.DecodeQueueOptions([]byte(opts))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return q, nil
-}
 
 // StatsLeases counts live leases.
 func (s *Store) StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*store.LeaseSummary, error) {

@@ -571,14 +571,14 @@ func runStats(t *testing.T, newStore func(t *testing.T) store.Store) {
 			Options: opts, Now: T0}); err != nil {
 			t.Fatal(err)
 		}
-		q, err := s.StatsQueueConfig(ctx, &store.StatsQueueConfigParams{Name: "q"})
+		d, err := s.QueueGet(ctx, &store.QueueGetParams{Name: "q", Now: T0})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q.Name != "q" || q.Namespace != "n" || q.Task != "t" || q.Options != opts || q.ID == "" {
-			t.Errorf("config: %+v", q)
+		if q := d.Queue; q.Name != "q" || q.Namespace != "n" || q.Task != "t" || d.Options != opts || q.ID == "" {
+			t.Errorf("config: %+v %+v", q, d.Options)
 		}
-		_, err = s.StatsQueueConfig(ctx, &store.StatsQueueConfigParams{Name: "q", Tenant: tenantA})
+		_, err = s.QueueGet(ctx, &store.QueueGetParams{Name: "q", Tenant: tenantA, Now: T0})
 		wantNotFound(t, "another tenant's queue", err, store.ErrQueueNotFound)
 	})
 
