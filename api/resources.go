@@ -22,11 +22,13 @@ type MessageCounts struct {
 	DeadLetter int64 `json:"deadLetter"`
 }
 
-// QueueMessageCounts are the figures a queue list shows.
+// QueueMessageCounts are the figures a queue list shows: Queen's three and
+// the queue's dead letters.
 type QueueMessageCounts struct {
 	Total      int64 `json:"total"`
 	Pending    int64 `json:"pending"`
 	Processing int64 `json:"processing"`
+	DeadLetter int64 `json:"deadLetter"`
 }
 
 // QueueList is a page of queues, newest first (GET /api/v1/resources/queues
@@ -45,6 +47,13 @@ type QueueListItem struct {
 	CreatedAt  Time               `json:"createdAt"`
 	Partitions int                `json:"partitions"`
 	Messages   QueueMessageCounts `json:"messages"`
+	// OldestUnreadAt is the createdAt of the oldest message some group
+	// (queue mode included) has still to read, or, while no group reads
+	// the queue, of its oldest message; null when there is none.
+	OldestUnreadAt *Time `json:"oldestUnreadAt"`
+	// OldestUnreadAgeSeconds is its age by the broker's clock, to the
+	// millisecond; 0 when there is none.
+	OldestUnreadAgeSeconds float64 `json:"oldestUnreadAgeSeconds"`
 }
 
 // QueueDetail describes one queue with a page of its partitions (GET

@@ -96,8 +96,10 @@ func (s *suite) testResources(t *testing.T) {
 		}
 		newest, oldest := obj(t, "queue", qs[0]), obj(t, "queue", qs[1])
 		for _, q := range []map[string]any{newest, oldest} {
-			wantKeys(t, "queue", q, "id", "name", "namespace", "task", "createdAt", "partitions", "messages")
-			wantKeys(t, "queue messages", obj(t, "messages", q["messages"]), "total", "pending", "processing")
+			wantKeys(t, "queue", q, "id", "name", "namespace", "task", "createdAt", "partitions", "messages",
+				"oldestUnreadAt", "oldestUnreadAgeSeconds")
+			wantKeys(t, "queue messages", obj(t, "messages", q["messages"]), "total", "pending", "processing",
+				"deadLetter")
 			wantUUIDv7(t, "queue id", q["id"].(string))
 			wantTimestamp(t, "createdAt", q["createdAt"].(string))
 		}
@@ -129,6 +131,78 @@ func (s *suite) testResources(t *testing.T) {
 		if len(page.Queues) != 0 || page.Pagination.Total != 0 {
 			t.Errorf("task=nope: %+v", page)
 		}
+	})
+
+	t.Run("queue list: dead letters and the oldest unread message, by the broker's clock", func(t *testing.T) {
+		t.Parallel()
+		c := s.server(t)
+		q, idle, empty := uniq("qdl"), uniq("qidle"), uniq("qempty")
+		c.configure(t, q, map[string]any{"retryLimit": 0})
+		c.configure(t, empty, nil)
+		c.push(t, item(q, 1, "transactionId", "first"))
+		nextMillisecond(time.Now())
+		c.push(t, item(q, 2, "transactionId", "second"))
+		c.push(t, item(idle, 3, "transactionId", "idle-1"))
+		// Queue mode dead-letters the first: the oldest it has still to
+		// read is the second. Nobody reads idle: its oldest message.
+		if m := c.failToDLQ(t, q, "", 0); m.TransactionID != "first" {
+			t.Fatalf("dead-lettered %s, want first", m.TransactionID)
+		}
+		created := map[string]string{}
+		for _, name := range []string{q, idle} {
+			for _, m := range c.listMessages(t, "queue="+url.QueryEscape(name)).Messages {
+				created[m.TransactionID] = m.CreatedAt
+			}
+		}
+		type listed struct {
+			Name     string
+			Messages struct{ Total, Pending, Processing, DeadLetter int64 }
+			OldestAt *string `json:"oldestUnreadAt"`
+			Age      float64 `json:"oldestUnreadAgeSeconds"`
+		}
+		var page struct{ Queues []listed }
+		before := time.Now()
+		c.getJSON(t, "/api/v1/resources/queues", &page)
+		byName := map[string]listed{}
+		for _, l := range page.Queues {
+			byName[l.Name] = l
+		}
+		check := func(name string, dead int64, oldest string) {
+			t.Helper()
+			l, ok := byName[name]
+			if !ok {
+				t.Fatalf("%s is not listed: %+v", name, page.Queues)
+			}
+			if l.Messages.DeadLetter != dead {
+				t.Errorf("%s: deadLetter %d, want %d", name, l.Messages.DeadLetter, dead)
+			}
+			if oldest == "" {
+				if l.OldestAt != nil || l.Age != 0 {
+					t.Errorf("%s: oldest unread %v, age %v; want null and 0", name, l.OldestAt, l.Age)
+				}
+				return
+			}
+			if l.OldestAt == nil || *l.OldestAt != oldest {
+				t.Fatalf("%s: oldestUnreadAt %v, want %s", name, l.OldestAt, oldest)
+			}
+			at, _ := time.Parse(time.RFC3339Nano, oldest)
+			// The age is the broker's now less the message's createdAt: at
+			// least what had passed before the request, at most what had
+			// passed after it.
+			if lo, hi := before.Sub(at).Seconds()-0.002, time.Since(at).Seconds()+0.002; l.Age < lo || l.Age > hi {
+				t.Errorf("%s: oldestUnreadAgeSeconds %v, want between %v and %v", name, l.Age, lo, hi)
+			}
+		}
+		check(q, 1, created["second"])
+		check(idle, 0, created["idle-1"])
+		check(empty, 0, "")
+		// Once queue mode has read the second too, nothing is unread.
+		c.ackAll(t, "", c.popOK(t, queuePath(q)))
+		c.getJSON(t, "/api/v1/resources/queues", &page)
+		for _, l := range page.Queues {
+			byName[l.Name] = l
+		}
+		check(q, 1, "")
 	})
 
 	t.Run("queue describe: {name, partitions[]} with figures; 404 Queue not found", func(t *testing.T) {

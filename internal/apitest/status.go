@@ -214,7 +214,7 @@ func (s *suite) testStatus(t *testing.T) {
 			t.Fatalf("status/queues?namespace=ns: %v", qs)
 		}
 		wantKeys(t, "queue", obj(t, "queue", qs[0]), "id", "name", "namespace", "task", "createdAt", "partitions",
-			"messages")
+			"messages", "oldestUnreadAt", "oldestUnreadAgeSeconds") // the list of /resources/queues
 		wantKeys(t, "pagination", obj(t, "pagination", list["pagination"]), paginationKeys...)
 		if got := arr(t, "queues", obj(t, "l", c.getJSON(t, "/api/v1/status/queues?namespace=other", nil))["queues"]); len(got) != 0 {
 			t.Errorf("namespace other: %v", got)

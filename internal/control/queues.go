@@ -14,10 +14,31 @@ import (
 // cursors when asked (see store.MessageCounts), so there are no statistics
 // to refresh.
 
+// QueueItem is a listed queue with the age of its oldest unread message,
+// measured by the broker's clock (a browser's may be off).
+type QueueItem struct {
+	store.QueueInfo
+	OldestUnreadAge time.Duration // 0 when nothing is unread
+}
+
+// QueueListResult is a page of queues and how many match in all.
+type QueueListResult struct {
+	Queues []QueueItem
+	Total  int
+}
+
 // QueueList lists a page of the tenant's queues, newest first.
-func (c *Control) QueueList(ctx context.Context, tenant string, p store.QueueListParams) (*store.QueueListResult, error) {
+func (c *Control) QueueList(ctx context.Context, tenant string, p store.QueueListParams) (*QueueListResult, error) {
 	p.Tenant, p.Now = tenant, c.now()
-	return c.store.QueueList(ctx, &p)
+	res, err := c.store.QueueList(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	out := &QueueListResult{Queues: make([]QueueItem, len(res.Queues)), Total: res.Total}
+	for i, q := range res.Queues {
+		out.Queues[i] = QueueItem{QueueInfo: q, OldestUnreadAge: age(p.Now, q.OldestUnread)}
+	}
+	return out, nil
 }
 
 // QueueGet describes one of the tenant's queues with a page of its

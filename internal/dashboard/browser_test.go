@@ -300,6 +300,31 @@ func TestBrowserViews(t *testing.T) {
 		if depth != strconv.Itoa(q.Totals.Pending) {
 			t.Fatalf("orders depth shown %q, API %d", depth, q.Totals.Pending)
 		}
+		// The dead letters and the oldest unread message come from the
+		// list's own figures.
+		var list struct {
+			Queues []struct {
+				Name     string
+				Messages struct{ DeadLetter int }
+				Oldest   *string `json:"oldestUnreadAt"`
+			}
+		}
+		k.do("GET", "/api/v1/resources/queues?limit=1000", nil, &list)
+		for _, lq := range list.Queues {
+			row := `[...document.querySelectorAll('#queues tbody tr')].find(r=>r.querySelector('[data-col=name]').textContent===` +
+				strconv.Quote(lq.Name) + `)`
+			if got := eval[string](b, row+`.querySelector('[data-col=deadLetter]').textContent`); got != strconv.Itoa(lq.Messages.DeadLetter) {
+				t.Errorf("%s: DLQ shown %q, API %d", lq.Name, got, lq.Messages.DeadLetter)
+			}
+			got := eval[string](b, `(()=>{const e=`+row+`.querySelector('[data-col=oldest] time');return e?e.getAttribute('datetime'):''})()`)
+			want := "" // replay: g1 read it all
+			if lq.Oldest != nil {
+				want = *lq.Oldest
+			}
+			if got != want || (lq.Name != "replay") != (want != "") {
+				t.Errorf("%s: oldest unread shown at %q, API %v", lq.Name, got, lq.Oldest)
+			}
+		}
 		b.screenshot("queues")
 		b.open("/queues/orders", "#q-partitions")
 		b.waitText("#q-partitions", strconv.Itoa(q.Pagination.Total))

@@ -129,7 +129,8 @@ func queueList(ctl *control.Control, w http.ResponseWriter, r *http.Request) err
 		out.Queues[i] = api.QueueListItem{ID: qi.ID, Name: qi.Name, Namespace: nullable(qi.Namespace),
 			Task: nullable(qi.Task), CreatedAt: api.TimeOf(qi.CreatedAt), Partitions: qi.Partitions,
 			Messages: api.QueueMessageCounts{Total: qi.Messages.Total, Pending: qi.Messages.Pending,
-				Processing: qi.Messages.Processing}}
+				Processing: qi.Messages.Processing, DeadLetter: qi.Messages.DeadLetter},
+			OldestUnreadAt: api.TimeOrNil(qi.OldestUnread), OldestUnreadAgeSeconds: seconds(qi.OldestUnreadAge)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

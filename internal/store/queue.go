@@ -30,8 +30,9 @@ type QueueStore interface {
 	// QueueGet describes one queue with a page of its partitions;
 	// ErrQueueNotFound if it does not exist.
 	QueueGet(ctx context.Context, p *QueueGetParams) (*QueueDetail, error)
-	// QueueList lists a page of queues with their message figures, newest
-	// first.
+	// QueueList lists a page of queues with their message figures (dead
+	// letters included) and oldest unread message, newest first, in one
+	// statement for the page whatever its size.
 	QueueList(ctx context.Context, p *QueueListParams) (*QueueListResult, error)
 	// QueueOverview sums up every queue of a tenant.
 	QueueOverview(ctx context.Context, p *QueueOverviewParams) (*QueueOverview, error)
@@ -166,13 +167,18 @@ func (c *MessageCounts) Add(o MessageCounts) {
 
 // QueueInfo describes one queue.
 type QueueInfo struct {
-	CreatedAt  time.Time
-	ID         string
-	Messages   MessageCounts // over all its partitions
-	Name       string
-	Namespace  string
-	Partitions int
-	Task       string
+	CreatedAt time.Time
+	ID        string
+	Messages  MessageCounts // over all its partitions
+	Name      string
+	Namespace string
+	// OldestUnread (QueueList only) is the createdAt of the oldest message
+	// some group (queue mode included) has still to read, or, while no
+	// group reads the queue, of its oldest message; zero when there is
+	// none. The rule of the queue gauges (QueueGauge.OldestUnread).
+	OldestUnread time.Time
+	Partitions   int
+	Task         string
 }
 
 // PartitionInfo describes one partition.

@@ -253,6 +253,11 @@ function QueueTable({ rows, onDelete }) {
     { k: 'pending', label: 'Depth', num: true, sort: (q) => q.messages.pending, render: (q) => fmtNum(q.messages.pending) },
     { k: 'processing', label: 'In flight', num: true, sort: (q) => q.messages.processing, render: (q) => fmtNum(q.messages.processing) },
     { k: 'total', label: 'Total', num: true, sort: (q) => q.messages.total, render: (q) => fmtNum(q.messages.total) },
+    { k: 'deadLetter', label: 'DLQ', num: true, sort: (q) => q.messages.deadLetter,
+      render: (q) => (q.messages.deadLetter ? html`<${Link} class="bad" to=${'/dlq' + qs({ queue: q.name })}>${fmtNum(q.messages.deadLetter)}</${Link}>` : '0') },
+    // The age is the broker's (its clock, not this browser's); the time is in the tooltip.
+    { k: 'oldest', label: 'Oldest unread', num: true, sort: (q) => q.oldestUnreadAgeSeconds,
+      render: (q) => (q.oldestUnreadAt ? html`<time datetime=${q.oldestUnreadAt} title=${new Date(q.oldestUnreadAt).toLocaleString()}>${fmtDur(q.oldestUnreadAgeSeconds)}</time>` : html`<span class="muted">–</span>`) },
     { k: 'createdAt', label: 'Created', render: (q) => html`<${Ago} t=${q.createdAt} />` },
   ];
   if (onDelete) cols.push({ k: 'x', label: '', nosort: true, render: (q) => html`<button class="danger" data-delete=${q.name} onClick=${() => onDelete(q)}>Delete</button>` });

@@ -21,12 +21,23 @@ const (
 			ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6)
 		SELECT qs.uuid, qs.name, qs.namespace, qs.task, qs.created_at, count(pf.total),
 			COALESCE(sum(pf.total), 0), COALESCE(sum(pf.pending), 0), COALESCE(sum(pf.processing), 0),
-			COALESCE(sum(pf.completed), 0)
+			COALESCE(sum(pf.completed), 0), COALESCE(sum(pf.dead), 0), ` + sqlQueueOldestUnread + `
 		FROM qs LEFT JOIN LATERAL (
-			SELECT ` + sqlPartitionColumnsAs + ` FROM partitions p ` + sqlPartitionFigures + `
+			SELECT ` + sqlPartitionColumnsAs + `, ` + sqlDeadLetterCount + ` AS dead
+			FROM partitions p ` + sqlPartitionFigures + `
 			WHERE p.queue_id = qs.id) pf ON true
 		GROUP BY qs.id, qs.uuid, qs.name, qs.namespace, qs.task, qs.created_at
 		ORDER BY qs.created_at DESC, qs.id DESC`
+	// The createdAt of the oldest message some lane of queue qs has still
+	// to read (one lookup per lane behind), or, while no group reads the
+	// queue, of its oldest message (one per partition): the rule of the
+	// queue gauges (stats_queues.go).
+	sqlQueueOldestUnread = `CASE WHEN EXISTS (SELECT 1 FROM consumer_groups cg WHERE cg.queue_id = qs.id)
+		THEN (SELECT min(` + sqlOldestUnread + `) FROM partitions p JOIN lanes l ON l.partition_id = p.id
+			WHERE p.queue_id = qs.id AND p.last_offset > greatest(l.cursor, p.cleared_offset))
+		ELSE (SELECT min((SELECT m.created_at FROM messages m
+				WHERE m.partition_id = p.id AND m.seq > p.cleared_offset ORDER BY m.seq LIMIT 1))
+			FROM partitions p WHERE p.queue_id = qs.id AND p.last_offset > p.cleared_offset) END`
 	sqlQueueCount = `SELECT count(*) FROM queues
 		WHERE tenant = $1 AND ($2 = '' OR namespace = $2) AND ($3 = '' OR task = $3)`
 
@@ -118,10 +129,11 @@ func (s *Store) QueueList(ctx context.Context, p *store.QueueListParams) (*store
 			store.PageLimit(p.Limit), max(p.Offset, 0))
 		var q store.QueueInfo
 		var created int64
+		var oldest *int64
 		m := &q.Messages
 		if _, err := pgx.ForEachRow(rows, []any{&q.ID, &q.Name, &q.Namespace, &q.Task, &created, &q.Partitions,
-			&m.Total, &m.Pending, &m.Processing, &m.Completed}, func() error {
-			q.CreatedAt = fromMs(created)
+			&m.Total, &m.Pending, &m.Processing, &m.Completed, &m.DeadLetter, &oldest}, func() error {
+			q.CreatedAt, q.OldestUnread = fromMs(created), fromMsPtr(oldest)
 			out.Queues = append(out.Queues, q)
 			return nil
 		}); err != nil {

@@ -18,9 +18,18 @@ const (
 			SELECT id, uuid, name, namespace, task, created_at FROM queues
 			WHERE tenant = ?2 AND (?3 = '' OR namespace = ?3) AND (?4 = '' OR task = ?4)
 			ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6)
-		SELECT qs.uuid, qs.name, qs.namespace, qs.task, qs.created_at, ` + sqlPartSums + `
+		SELECT qs.uuid, qs.name, qs.namespace, qs.task, qs.created_at, ` + sqlPartSums + `,
+			COALESCE(sum(` + sqlPartDead + `), 0), ` + sqlQueueOldestUnread + `
 		FROM qs LEFT JOIN partitions p ON p.queue_id = qs.id
 		GROUP BY qs.id ORDER BY qs.created_at DESC, qs.id DESC`
+	// The createdAt of the oldest message some lane of queue qs has still
+	// to read (one lookup per lane behind), or, while no group reads the
+	// queue, of its oldest message (one per partition): the rule of the
+	// queue gauges (stats_queues.go).
+	sqlQueueOldestUnread = `CASE WHEN EXISTS (SELECT 1 FROM consumer_groups cg WHERE cg.queue_id = qs.id)
+		THEN (SELECT min(` + sqlOldestUnread + `) FROM partitions p JOIN lanes l ON l.partition_id = p.id
+			WHERE p.queue_id = qs.id AND l.cursor < p.last_offset)
+		ELSE (SELECT min(` + sqlPartOldest + `) FROM partitions p WHERE p.queue_id = qs.id) END`
 	sqlInspectQueueCount = `SELECT count(*) FROM queues
 		WHERE tenant = ?1 AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3)`
 	// One queue (?2 tenant, ?3 name) with its figures over all partitions.
@@ -91,12 +100,13 @@ func (s *Store) QueueList(ctx context.Context, p *store.QueueListParams) (*store
 		for rows.Next() {
 			var q store.QueueInfo
 			var created int64
+			var oldest sql.NullInt64
 			m := &q.Messages
 			if err := rows.Scan(&q.ID, &q.Name, &q.Namespace, &q.Task, &created, &q.Partitions, &m.Total,
-				&m.Pending, &m.Processing, &m.Completed); err != nil {
+				&m.Pending, &m.Processing, &m.Completed, &m.DeadLetter, &oldest); err != nil {
 				return err
 			}
-			q.CreatedAt = fromMs(created)
+			q.CreatedAt, q.OldestUnread = fromMs(created), fromNullMs(oldest)
 			out.Queues = append(out.Queues, q)
 		}
 		if err := rows.Err(); err != nil {

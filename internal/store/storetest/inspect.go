@@ -124,6 +124,67 @@ func runInspect(t *testing.T, newStore func(t *testing.T) store.Store) {
 		wantCounts(t, "unread", d.Queue.Messages, store.MessageCounts{Total: 3, Pending: 3})
 	})
 
+	t.Run("QueueListDeadLettersAndOldestUnread", func(t *testing.T) {
+		s := setup(t, newStore)
+		// read: g has read p1 (T0) and leases p2's first (1 s): the oldest
+		// g has still to read is p2's first; h dead-letters p1's first.
+		PushAt(t, s, T0, "read", "p1", 2)
+		PushAt(t, s, At(time.Second), "read", "p2", 2)
+		popGroup(t, s, "read", "p1", "g", At(2*time.Second), true)
+		p := PopParams("read", "g", At(2*time.Second))
+		p.Partition = "p2"
+		if m := Pop(t, s, p); len(m) != 1 {
+			t.Fatalf("lease of p2: %d messages", len(m))
+		}
+		hp := PopParams("read", "h", At(3*time.Second))
+		hp.Partition = "p1"
+		m := Pop(t, s, hp)
+		wantVerdict(t, "h dead-letters", Ack(t, s, At(3*time.Second), AckOf(m[0], "h", hp.LeaseID, store.AckDLQ))[0], vDLQ)
+		// h has still to read p1's second (T0) and all of p2 (1 s).
+		// done: queue mode read everything; unread: nobody reads it;
+		// empty: configured, no message.
+		PushAt(t, s, At(4*time.Second), "done", "p", 2)
+		popGroup(t, s, "done", "p", store.QueueMode, At(5*time.Second), true)
+		PushAt(t, s, At(6*time.Second), "unread", "p", 2)
+		Configure(t, s, "empty", store.DefaultQueueOptions())
+
+		l, err := s.QueueList(ctx, &store.QueueListParams{Now: At(10 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			queue  string
+			dead   int64
+			oldest time.Time
+		}{{"read", 1, T0}, {"done", 0, time.Time{}}, {"unread", 0, At(6 * time.Second)}, {"empty", 0, time.Time{}}} {
+			q := queueByName(t, l.Queues, c.queue)
+			if q.Messages.DeadLetter != c.dead || !q.OldestUnread.Equal(c.oldest) {
+				t.Errorf("%s: dead letters %d, oldest unread %v; want %d, %v", c.queue, q.Messages.DeadLetter,
+					q.OldestUnread, c.dead, c.oldest)
+			}
+		}
+		// Once h has read p1, the oldest unread is p2's first.
+		hp = PopParams("read", "h", At(7*time.Second))
+		hp.Partition, hp.AutoAck = "p1", true
+		Pop(t, s, hp)
+		l, _ = s.QueueList(ctx, &store.QueueListParams{Now: At(10 * time.Second)})
+		if q := queueByName(t, l.Queues, "read"); !q.OldestUnread.Equal(At(time.Second)) {
+			t.Errorf("read after h caught up on p1: oldest unread %v, want %v", q.OldestUnread, At(time.Second))
+		}
+		// The list agrees with the queue gauges.
+		g, err := s.StatsQueueGauges(ctx, &store.StatsQueueGaugesParams{Now: At(10 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gq := range g.Queues {
+			q := queueByName(t, l.Queues, gq.Queue)
+			if q.Messages.DeadLetter != gq.DeadLetter || !q.OldestUnread.Equal(gq.OldestUnread) {
+				t.Errorf("%s: list %d %v, gauges %d %v", gq.Queue, q.Messages.DeadLetter, q.OldestUnread,
+					gq.DeadLetter, gq.OldestUnread)
+			}
+		}
+	})
+
 	t.Run("QueueListPagesNewestFirst", func(t *testing.T) {
 		s := setup(t, newStore)
 		for i, name := range []string{"old", "mid", "new"} {
