@@ -39,6 +39,11 @@ func (q pgq) Each(query string, args []any, fn func(sqlq.Row) error) error {
 	if err != nil {
 		return err
 	}
+	return eachRow(rows, fn)
+}
+
+// eachRow calls fn for each of rows, and closes them.
+func eachRow(rows pgx.Rows, fn func(sqlq.Row) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := fn(rows); err != nil {

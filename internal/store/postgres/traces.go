@@ -1,16 +1,16 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/sqlq"
+	"github.com/queen-go/queen/internal/store/tracesql"
 )
 
 // Trace names keep summaries (trace_name_stats, trace_totals) exact under
@@ -36,18 +36,12 @@ const (
 		RETURNING xmax = 0`
 	sqlTraceNameTraces = `SELECT EXISTS (SELECT 1 FROM trace_names
 		WHERE tenant = $1 AND name = $2 AND partition_id = $3 AND transaction_id = $4)`
-	sqlTraceNameInsert = `INSERT INTO trace_names (trace_id, tenant, name, partition_id, transaction_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`
 	sqlTraceStatsMessage = `UPDATE trace_name_stats SET message_count = message_count + 1
 		WHERE tenant = $1 AND name = $2`
 	sqlTraceTotalsAdd = `INSERT INTO trace_totals AS t (tenant, names) VALUES ($1, $2)
 		ON CONFLICT (tenant) DO UPDATE SET names = t.names + excluded.names`
 
-	// A message's traces, oldest first, and the names of some traces.
-	sqlTraceList = `SELECT t.id, t.uuid, t.consumer_group, t.event_type, t.data, COALESCE(t.worker_id, ''),
-			t.created_at
-		FROM traces t WHERE t.partition_id = $1 AND t.transaction_id = $2
-		ORDER BY t.created_at, t.id`
+	// The names of some traces.
 	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id = ANY($1::bigint[])
 		ORDER BY trace_id, name`
 	// A page of a name's traces, oldest first, of queues that still exist,
@@ -63,10 +57,8 @@ const (
 		WHERE n.tenant = $1 AND n.name = $2
 		ORDER BY n.created_at, n.trace_id
 		LIMIT $3 OFFSET $4`
-	sqlTraceNameCount = `SELECT COALESCE((SELECT trace_count FROM trace_name_stats WHERE tenant = $1 AND name = $2), 0)`
-	sqlTraceNames     = `SELECT name, trace_count, message_count, last_seen FROM trace_name_stats
+	sqlTraceNames = `SELECT name, trace_count, message_count, last_seen FROM trace_name_stats
 		WHERE tenant = $1 ORDER BY last_seen DESC, name DESC LIMIT $2 OFFSET $3`
-	sqlTraceNamesTotal = `SELECT COALESCE((SELECT names FROM trace_totals WHERE tenant = $1), 0)`
 
 	// Deleting a bounded batch of a partition's traces (or of some of its
 	// messages', by transactionId along traces_message) and their names.
@@ -135,7 +127,7 @@ func (s *Store) TraceRecord(ctx context.Context, p *store.TraceRecordParams) err
 				return fmt.Errorf("record trace: %w", err)
 			}
 			b := &pgx.Batch{}
-			b.Queue(sqlTraceNameInsert, id, tenant, name, pid, p.TransactionID, nowMs)
+			b.Queue(tracesql.NameInsert, id, tenant, name, pid, p.TransactionID, nowMs)
 			if !traced {
 				b.Queue(sqlTraceStatsMessage, tenant, name)
 			}
@@ -186,36 +178,22 @@ func (t *txn) deleteTraces(pid int64, txns []string, limit int) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	type nameKey struct{ tenant, name string }
-	type pairKey struct {
-		nameKey
-		pid int64
-		txn string
-	}
-	traces := make(map[nameKey]int)
-	pairs := make(map[pairKey]bool)
-	var k pairKey
+	tally := tracesql.NewTally()
+	var k tracesql.Pair
 	rows, _ = t.tx.Query(t.ctx, sqlTraceNamesDelete, ids)
-	if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &k.pid, &k.txn}, func() error {
-		traces[k.nameKey]++
-		pairs[k] = true
+	if _, err := pgx.ForEachRow(rows, []any{&k.Tenant, &k.Name.Name, &k.Partition, &k.Txn}, func() error {
+		tally.Add(k)
 		return nil
 	}); err != nil {
 		return 0, fmt.Errorf("delete traces: %w", err)
 	}
-	if len(traces) == 0 {
+	if len(tally.Traces) == 0 {
 		return len(ids), nil
 	}
-	keys := make([]nameKey, 0, len(traces))
-	for nk := range traces {
-		keys = append(keys, nk)
-	}
-	slices.SortFunc(keys, func(a, b nameKey) int {
-		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.name, b.name))
-	})
+	keys := tally.Names()
 	tenants, names := make([]string, len(keys)), make([]string, len(keys))
 	for i, nk := range keys {
-		tenants[i], names[i] = nk.tenant, nk.name
+		tenants[i], names[i] = nk.Tenant, nk.Name
 	}
 	if _, err := t.tx.Exec(t.ctx, sqlTraceStatsLock, tenants, names); err != nil {
 		return 0, fmt.Errorf("delete traces: %w", err)
@@ -224,25 +202,23 @@ func (t *txn) deleteTraces(pid int64, txns []string, limit int) (int, error) {
 	// before is visible: a name stops tracing a message when none is left.
 	var pt, pn, ptx []string
 	var pp []int64
-	for pk := range pairs {
-		pt, pn, pp, ptx = append(pt, pk.tenant), append(pn, pk.name), append(pp, pk.pid), append(ptx, pk.txn)
+	for pk := range tally.Pairs {
+		pt, pn, pp, ptx = append(pt, pk.Tenant), append(pn, pk.Name.Name), append(pp, pk.Partition), append(ptx, pk.Txn)
 	}
+	still := make(map[tracesql.Pair]bool)
 	rows, _ = t.tx.Query(t.ctx, sqlTracePairsLeft, pt, pn, pp, ptx)
-	if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &k.pid, &k.txn}, func() error {
-		delete(pairs, k)
+	if _, err := pgx.ForEachRow(rows, []any{&k.Tenant, &k.Name.Name, &k.Partition, &k.Txn}, func() error {
+		still[k] = true
 		return nil
 	}); err != nil {
 		return 0, fmt.Errorf("delete traces: %w", err)
 	}
-	messages := make(map[nameKey]int)
-	for pk := range pairs {
-		messages[pk.nameKey]++
-	}
+	messages, _ := tally.Untraced(func(k tracesql.Pair) (bool, error) { return still[k], nil })
 	dropped := make(map[string]int)
 	var tenantOrder []string
 	for _, nk := range keys {
 		var left int64
-		err := t.tx.QueryRow(t.ctx, sqlTraceStatsRemove, nk.tenant, nk.name, traces[nk], messages[nk]).Scan(&left)
+		err := t.tx.QueryRow(t.ctx, sqlTraceStatsRemove, nk.Tenant, nk.Name, tally.Traces[nk], messages[nk]).Scan(&left)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -252,13 +228,13 @@ func (t *txn) deleteTraces(pid int64, txns []string, limit int) (int, error) {
 		if left > 0 {
 			continue
 		}
-		if _, err := t.tx.Exec(t.ctx, sqlTraceStatsDrop, nk.tenant, nk.name); err != nil {
+		if _, err := t.tx.Exec(t.ctx, sqlTraceStatsDrop, nk.Tenant, nk.Name); err != nil {
 			return 0, fmt.Errorf("delete traces: %w", err)
 		}
-		if dropped[nk.tenant] == 0 {
-			tenantOrder = append(tenantOrder, nk.tenant)
+		if dropped[nk.Tenant] == 0 {
+			tenantOrder = append(tenantOrder, nk.Tenant)
 		}
-		dropped[nk.tenant]++
+		dropped[nk.Tenant]++
 	}
 	for _, tenant := range tenantOrder {
 		if _, err := t.tx.Exec(t.ctx, sqlTraceTotalsAdd, tenant, -dropped[tenant]); err != nil {
@@ -282,20 +258,9 @@ func (s *Store) TraceList(ctx context.Context, p *store.TraceListParams) ([]stor
 	if err != nil {
 		return nil, wrapErr("postgres: read traces", err)
 	}
-	rows, _ := s.pool.Query(ctx, sqlTraceList, pid, p.TransactionID)
-	out := []store.Trace{}
-	var ids []int64
-	var id, createdAt int64
-	tr := store.Trace{PartitionID: p.PartitionID, TransactionID: p.TransactionID}
-	if _, err := pgx.ForEachRow(rows, []any{&id, &tr.ID, &tr.ConsumerGroup, &tr.EventType, &tr.Data, &tr.WorkerID,
-		&createdAt}, func() error {
-		c := tr
-		c.CreatedAt = time.UnixMilli(createdAt).UTC()
-		ids = append(ids, id)
-		out = append(out, c)
-		return nil
-	}); err != nil {
-		return nil, wrapErr("postgres: read traces", err)
+	out, ids, err := tracesql.ListIn(s.poolQ(ctx), pid, p.PartitionID, p.TransactionID)
+	if err != nil {
+		return nil, wrapErr("postgres", err)
 	}
 	if err := s.traceNames(ctx, ids, out); err != nil {
 		return nil, err
@@ -305,25 +270,7 @@ func (s *Store) TraceList(ctx context.Context, p *store.TraceListParams) ([]stor
 
 // traceNames fills the names of traces (ids[i] is out[i]'s row id).
 func (s *Store) traceNames(ctx context.Context, ids []int64, out []store.Trace) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	at := make(map[int64]int, len(ids))
-	for i, id := range ids {
-		at[id] = i
-		out[i].Names = []string{}
-	}
-	rows, _ := s.pool.Query(ctx, sqlTraceNamesOf, ids)
-	var id int64
-	var name string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error {
-		i := at[id]
-		out[i].Names = append(out[i].Names, name)
-		return nil
-	}); err != nil {
-		return wrapErr("postgres: read trace names", err)
-	}
-	return nil
+	return readErr("postgres", tracesql.FillNames(s.poolQ(ctx), sqlTraceNamesOf, ids, ids, out))
 }
 
 // TraceListByName reads a page of a name's traces and the name's count in
@@ -333,12 +280,9 @@ func (s *Store) TraceListByName(ctx context.Context, p *store.TraceListByNamePar
 		return nil, err
 	}
 	tenant := store.TenantOrDefault(p.Tenant)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := tracesql.ByNameLimit(p)
 	b := &pgx.Batch{}
-	b.Queue(sqlTraceNameCount, tenant, p.Name)
+	b.Queue(tracesql.NameCount, tenant, p.Name)
 	b.Queue(sqlTraceByName, tenant, p.Name, limit, p.Offset)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -347,16 +291,10 @@ func (s *Store) TraceListByName(ctx context.Context, p *store.TraceListByNamePar
 		return nil, wrapErr("postgres: read traces", err)
 	}
 	var ids []int64
-	var id, createdAt int64
-	var tr store.Trace
-	if _, err := pgx.ForEachRow(must(br.Query()), []any{&id, &tr.ID, &tr.TransactionID, &tr.ConsumerGroup,
-		&tr.EventType, &tr.Data, &tr.WorkerID, &createdAt, &tr.PartitionID, &tr.Partition, &tr.Queue,
-		&tr.Payload}, func() error {
-		c := tr
-		c.CreatedAt = time.UnixMilli(createdAt).UTC()
-		ids = append(ids, id)
-		res.Traces = append(res.Traces, c)
-		return nil
+	if err := eachRow(must(br.Query()), func(row sqlq.Row) error {
+		id, tr, err := tracesql.ScanByName(row)
+		ids, res.Traces = append(ids, id), append(res.Traces, tr)
+		return err
 	}); err != nil {
 		return nil, wrapErr("postgres: read traces", err)
 	}
@@ -376,12 +314,9 @@ func (s *Store) TraceNames(ctx context.Context, p *store.TraceNamesParams) (*sto
 		return nil, err
 	}
 	tenant := store.TenantOrDefault(p.Tenant)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := tracesql.NamesLimit(p)
 	b := &pgx.Batch{}
-	b.Queue(sqlTraceNamesTotal, tenant)
+	b.Queue(tracesql.NamesTotal, tenant)
 	b.Queue(sqlTraceNames, tenant, limit, p.Offset)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -389,13 +324,10 @@ func (s *Store) TraceNames(ctx context.Context, p *store.TraceNamesParams) (*sto
 	if err := br.QueryRow().Scan(&res.Total); err != nil {
 		return nil, wrapErr("postgres: read trace names", err)
 	}
-	var n store.TraceName
-	var last int64
-	if _, err := pgx.ForEachRow(must(br.Query()), []any{&n.Name, &n.TraceCount, &n.MessageCount, &last}, func() error {
-		c := n
-		c.LastSeen = time.UnixMilli(last).UTC()
-		res.Names = append(res.Names, c)
-		return nil
+	if err := eachRow(must(br.Query()), func(row sqlq.Row) error {
+		n, err := tracesql.ScanName(row)
+		res.Names = append(res.Names, n)
+		return err
 	}); err != nil {
 		return nil, wrapErr("postgres: read trace names", err)
 	}

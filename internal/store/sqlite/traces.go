@@ -1,23 +1,20 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/sqlq"
+	"github.com/queen-go/queen/internal/store/tracesql"
 )
 
 const (
 	sqlTraceInsert = `INSERT INTO traces (uuid, partition_id, transaction_id, consumer_group, event_type, data,
 			worker_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlTraceNameInsert = `INSERT INTO trace_names (trace_id, tenant, name, partition_id, transaction_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`
 	sqlTraceNameTraces = `SELECT EXISTS (SELECT 1 FROM trace_names INDEXED BY trace_names_message
 		WHERE tenant = ? AND name = ? AND partition_id = ? AND transaction_id = ?)`
 	sqlTraceStatsHas = `SELECT EXISTS (SELECT 1 FROM trace_name_stats WHERE tenant = ? AND name = ?)`
@@ -34,10 +31,6 @@ const (
 	sqlTraceTotalsAdd = `INSERT INTO trace_totals (tenant, names) VALUES (?1, ?2)
 		ON CONFLICT (tenant) DO UPDATE SET names = names + ?2`
 
-	// A message's traces, oldest first.
-	sqlTraceList = `SELECT id, uuid, consumer_group, event_type, data, COALESCE(worker_id, ''), created_at
-		FROM traces WHERE partition_id = ? AND transaction_id = ?
-		ORDER BY created_at, id`
 	sqlTraceNamesOf = `SELECT trace_id, name FROM trace_names WHERE trace_id IN (SELECT value FROM json_each(?))
 		ORDER BY trace_id, name`
 	// A page of a name's traces, oldest first, of queues that still exist,
@@ -53,11 +46,9 @@ const (
 		WHERE n.tenant = ? AND n.name = ?
 		ORDER BY n.created_at, n.trace_id
 		LIMIT ? OFFSET ?`
-	sqlTraceNameCount = `SELECT COALESCE((SELECT trace_count FROM trace_name_stats WHERE tenant = ? AND name = ?), 0)`
-	sqlTraceNames     = `SELECT name, trace_count, message_count, last_seen FROM trace_name_stats
+	sqlTraceNames = `SELECT name, trace_count, message_count, last_seen FROM trace_name_stats
 		INDEXED BY trace_name_stats_recent
 		WHERE tenant = ? ORDER BY last_seen DESC, name DESC LIMIT ? OFFSET ?`
-	sqlTraceNamesTotal = `SELECT COALESCE((SELECT names FROM trace_totals WHERE tenant = ?), 0)`
 
 	// Deleting traces: a bounded batch of a partition's (or of some of its
 	// messages', ?2 a JSON array of transactionIds, along traces_message),
@@ -106,7 +97,7 @@ func (s *Store) TraceRecord(ctx context.Context, p *store.TraceRecordParams) err
 			if err := tx.QueryRowContext(t.ctx, sqlTraceStatsHas, tenant, name).Scan(&known); err != nil {
 				return fmt.Errorf("record trace: %w", err)
 			}
-			if _, err := tx.ExecContext(t.ctx, sqlTraceNameInsert, id, tenant, name, part.id, p.TransactionID,
+			if _, err := tx.ExecContext(t.ctx, sqlq.SQLite(tracesql.NameInsert), id, tenant, name, part.id, p.TransactionID,
 				nowMs); err != nil {
 				return fmt.Errorf("record trace: %w", err)
 			}
@@ -172,29 +163,13 @@ func deleteTraces(ctx context.Context, tx *sql.Tx, pid int64, txns []string, lim
 		return 0, nil
 	}
 	list := intsJSON(ids)
-	rows, err := tx.QueryContext(ctx, sqlTraceNamesOfDeleted, list)
-	if err != nil {
-		return 0, fmt.Errorf("delete traces: %w", err)
-	}
-	type nameKey struct{ tenant, name string }
-	type pairKey struct {
-		nameKey
-		pid int64
-		txn string
-	}
-	traces := make(map[nameKey]int)
-	pairs := make(map[pairKey]bool)
-	for rows.Next() {
-		var k pairKey
-		if err := rows.Scan(&k.tenant, &k.name, &k.pid, &k.txn); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("delete traces: %w", err)
-		}
-		traces[k.nameKey]++
-		pairs[k] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	tally := tracesql.NewTally()
+	if err := txQ(ctx, tx).Each(sqlTraceNamesOfDeleted, []any{list}, func(row sqlq.Row) error {
+		var k tracesql.Pair
+		err := row.Scan(&k.Tenant, &k.Name.Name, &k.Partition, &k.Txn)
+		tally.Add(k)
+		return err
+	}); err != nil {
 		return 0, fmt.Errorf("delete traces: %w", err)
 	}
 	for _, q := range []string{sqlTraceNamesDelete, sqlTracesDelete} {
@@ -204,33 +179,24 @@ func deleteTraces(ctx context.Context, tx *sql.Tx, pid int64, txns []string, lim
 	}
 	// A name stops tracing a message when none of its traces of that
 	// message is left.
-	messages := make(map[nameKey]int)
-	for k := range pairs {
+	messages, err := tally.Untraced(func(k tracesql.Pair) (bool, error) {
 		var traced bool
-		if err := tx.QueryRowContext(ctx, sqlTraceNameTraces, k.tenant, k.name, k.pid, k.txn).Scan(&traced); err != nil {
-			return 0, fmt.Errorf("delete traces: %w", err)
-		}
-		if !traced {
-			messages[k.nameKey]++
-		}
-	}
-	keys := make([]nameKey, 0, len(traces))
-	for k := range traces {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b nameKey) int {
-		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.name, b.name))
+		err := tx.QueryRowContext(ctx, sqlTraceNameTraces, k.Tenant, k.Name.Name, k.Partition, k.Txn).Scan(&traced)
+		return traced, err
 	})
-	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, sqlTraceStatsRemove, k.tenant, k.name, traces[k], messages[k]); err != nil {
+	if err != nil {
+		return 0, fmt.Errorf("delete traces: %w", err)
+	}
+	for _, k := range tally.Names() {
+		if _, err := tx.ExecContext(ctx, sqlTraceStatsRemove, k.Tenant, k.Name, tally.Traces[k], messages[k]); err != nil {
 			return 0, fmt.Errorf("delete traces: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, sqlTraceStatsDrop, k.tenant, k.name)
+		res, err := tx.ExecContext(ctx, sqlTraceStatsDrop, k.Tenant, k.Name)
 		if err != nil {
 			return 0, fmt.Errorf("delete traces: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n > 0 {
-			if _, err := tx.ExecContext(ctx, sqlTraceTotalsAdd, k.tenant, -1); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlTraceTotalsAdd, k.Tenant, -1); err != nil {
 				return 0, fmt.Errorf("delete traces: %w", err)
 			}
 		}
@@ -252,27 +218,9 @@ func (s *Store) TraceList(ctx context.Context, p *store.TraceListParams) ([]stor
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, sqlTraceList, part.id, p.TransactionID)
+	out, ids, err := tracesql.ListIn(txQ(ctx, tx), part.id, part.uuid, p.TransactionID)
 	if err != nil {
-		return nil, fmt.Errorf("read traces: %w", err)
-	}
-	out := []store.Trace{}
-	var ids []int64
-	for rows.Next() {
-		tr := store.Trace{PartitionID: part.uuid, TransactionID: p.TransactionID}
-		var id, createdAt int64
-		if err := rows.Scan(&id, &tr.ID, &tr.ConsumerGroup, &tr.EventType, &tr.Data, &tr.WorkerID,
-			&createdAt); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read traces: %w", err)
-		}
-		tr.CreatedAt = time.UnixMilli(createdAt).UTC()
-		ids = append(ids, id)
-		out = append(out, tr)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read traces: %w", err)
+		return nil, err
 	}
 	if err := traceNames(ctx, tx, ids, out); err != nil {
 		return nil, err
@@ -281,30 +229,8 @@ func (s *Store) TraceList(ctx context.Context, p *store.TraceListParams) ([]stor
 }
 
 // traceNames fills the names of traces (ids[i] is out[i]'s row id).
-func traceNames(ctx context.Context, q querier, ids []int64, out []store.Trace) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	at := make(map[int64]int, len(ids))
-	for i, id := range ids {
-		at[id] = i
-		out[i].Names = []string{}
-	}
-	rows, err := q.QueryContext(ctx, sqlTraceNamesOf, intsJSON(ids))
-	if err != nil {
-		return fmt.Errorf("read trace names: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return fmt.Errorf("read trace names: %w", err)
-		}
-		i := at[id]
-		out[i].Names = append(out[i].Names, name)
-	}
-	return rows.Err()
+func traceNames(ctx context.Context, tx *sql.Tx, ids []int64, out []store.Trace) error {
+	return tracesql.FillNames(txQ(ctx, tx), sqlTraceNamesOf, intsJSON(ids), ids, out)
 }
 
 // TraceListByName reads a page of a name's traces through the read-only
@@ -314,40 +240,22 @@ func (s *Store) TraceListByName(ctx context.Context, p *store.TraceListByNamePar
 		return nil, err
 	}
 	tenant := store.TenantOrDefault(p.Tenant)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := tracesql.ByNameLimit(p)
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("read traces: %w", err)
 	}
 	defer tx.Rollback()
 	res := &store.TraceListByNameResult{Traces: []store.Trace{}}
-	if err := tx.QueryRowContext(ctx, sqlTraceNameCount, tenant, p.Name).Scan(&res.Total); err != nil {
-		return nil, fmt.Errorf("read traces: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx, sqlTraceByName, tenant, p.Name, limit, p.Offset)
-	if err != nil {
+	if err := tx.QueryRowContext(ctx, sqlq.SQLite(tracesql.NameCount), tenant, p.Name).Scan(&res.Total); err != nil {
 		return nil, fmt.Errorf("read traces: %w", err)
 	}
 	var ids []int64
-	for rows.Next() {
-		var tr store.Trace
-		var id, createdAt int64
-		var payload []byte
-		if err := rows.Scan(&id, &tr.ID, &tr.TransactionID, &tr.ConsumerGroup, &tr.EventType, &tr.Data,
-			&tr.WorkerID, &createdAt, &tr.PartitionID, &tr.Partition, &tr.Queue, &payload); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read traces: %w", err)
-		}
-		tr.CreatedAt = time.UnixMilli(createdAt).UTC()
-		tr.Payload = payload
-		ids = append(ids, id)
-		res.Traces = append(res.Traces, tr)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := txQ(ctx, tx).Each(sqlTraceByName, []any{tenant, p.Name, limit, p.Offset}, func(row sqlq.Row) error {
+		id, tr, err := tracesql.ScanByName(row)
+		ids, res.Traces = append(ids, id), append(res.Traces, tr)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("read traces: %w", err)
 	}
 	if err := traceNames(ctx, tx, ids, res.Traces); err != nil {
@@ -363,34 +271,21 @@ func (s *Store) TraceNames(ctx context.Context, p *store.TraceNamesParams) (*sto
 		return nil, err
 	}
 	tenant := store.TenantOrDefault(p.Tenant)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 50
-	}
+	limit := tracesql.NamesLimit(p)
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("read trace names: %w", err)
 	}
 	defer tx.Rollback()
 	res := &store.TraceNamesResult{Names: []store.TraceName{}}
-	if err := tx.QueryRowContext(ctx, sqlTraceNamesTotal, tenant).Scan(&res.Total); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlq.SQLite(tracesql.NamesTotal), tenant).Scan(&res.Total); err != nil {
 		return nil, fmt.Errorf("read trace names: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, sqlTraceNames, tenant, limit, p.Offset)
-	if err != nil {
-		return nil, fmt.Errorf("read trace names: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n store.TraceName
-		var last int64
-		if err := rows.Scan(&n.Name, &n.TraceCount, &n.MessageCount, &last); err != nil {
-			return nil, fmt.Errorf("read trace names: %w", err)
-		}
-		n.LastSeen = time.UnixMilli(last).UTC()
+	if err := txQ(ctx, tx).Each(sqlTraceNames, []any{tenant, limit, p.Offset}, func(row sqlq.Row) error {
+		n, err := tracesql.ScanName(row)
 		res.Names = append(res.Names, n)
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("read trace names: %w", err)
 	}
 	return res, nil
