@@ -19,6 +19,7 @@ import (
 	"github.com/queen-go/queen/internal/apitest"
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
@@ -127,6 +128,17 @@ func (b *browser) waitText(sel, want string) {
 	b.t.Fatalf("%s shows %q, want %q", sel, got, want)
 }
 
+// points is how many points the chart panel sel holds once it has some.
+func (b *browser) points(sel string) int {
+	b.t.Helper()
+	expr := `+(document.querySelector('` + sel + `') || {dataset: {}}).dataset.points || 0`
+	n := 0
+	for deadline := time.Now().Add(10 * time.Second); n == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		n = eval[int](b, expr)
+	}
+	return n
+}
+
 func (b *browser) click(sel string) {
 	b.t.Helper()
 	b.run("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
@@ -212,14 +224,35 @@ func (k *broker) push(queue, partition string, n int) {
 	k.do("POST", "/api/v1/push", map[string]any{"items": items}, nil)
 }
 
-func startBroker(t *testing.T, cfg server.Config) string {
+func startBroker(t *testing.T, cfg server.Config) (string, store.Store) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Version = "0.0.0-browser"
-	return apitest.StartServer(t, st, cfg)
+	return apitest.StartServer(t, st, cfg), st
+}
+
+// recordHistory writes the last half hour of queue's minutes (and the next
+// two, which count once they are over), as the metrics sampler does: the
+// last five at 20 pushes and 10 acks a second, before them a ramp.
+func recordHistory(t *testing.T, st store.Store, queue string) {
+	t.Helper()
+	now := time.Now().Truncate(time.Minute)
+	var p store.StatsRecordParams
+	for i := -30; i <= 2; i++ {
+		ops := store.QueueOps{PushMessages: 1200, PushRequests: 60, AckSuccess: 600, AckRequests: 60, PopMessages: 600,
+			PopRequests: 60}
+		if i < -5 {
+			ops.PushMessages, ops.AckSuccess, ops.PopMessages = int64(60*(i+31)), int64(50*(i+31)), int64(50*(i+31))
+		}
+		p.Queues = append(p.Queues, store.QueueMinute{Hostname: "browser", WorkerID: "1", Tenant: store.DefaultTenant,
+			Queue: queue, Minute: now.Add(time.Duration(i) * time.Minute), Ops: ops})
+	}
+	if err := st.StatsRecord(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestBrowserViews loads every view against a broker with data, checks
@@ -228,7 +261,7 @@ func startBroker(t *testing.T, cfg server.Config) string {
 // consume again, switches maintenance on and off.
 func TestBrowserViews(t *testing.T) {
 	chromiumPath(t)
-	base := startBroker(t, server.Config{})
+	base, st := startBroker(t, server.Config{})
 	k := &broker{t: t, base: base}
 	for _, q := range []string{"orders", "emails", "replay"} {
 		k.do("POST", "/api/v1/configure", map[string]any{"queue": q, "options": map[string]any{"retryLimit": 1}}, nil)
@@ -255,6 +288,7 @@ func TestBrowserViews(t *testing.T) {
 	k.do("POST", "/api/v1/traces", map[string]any{"transactionId": dead.TransactionID, "partitionId": dead.PartitionID,
 		"data": map[string]any{"step": "sent"}, "eventType": "info", "traceNames": []string{"order-42"}}, nil)
 
+	recordHistory(t, st, "orders")
 	b := newBrowser(t, base)
 
 	t.Run("overview", func(t *testing.T) {
@@ -272,6 +306,25 @@ func TestBrowserViews(t *testing.T) {
 			eval[float64](b, `performance.getEntriesByType('navigation')[0].loadEventEnd`))
 		b.waitText("#ov-partitions", strconv.Itoa(ov.Partitions))
 		b.waitText("#ov-engine", "sqlite")
+		// The chart is full at once: the last hour's minutes from
+		// /api/v1/status, the minute still being counted left out.
+		var stt struct {
+			Throughput []struct {
+				Timestamp string
+			}
+		}
+		k.do("GET", "/api/v1/status", nil, &stt)
+		complete := 0
+		for _, p := range stt.Throughput {
+			if at, _ := time.Parse(time.RFC3339Nano, p.Timestamp); !at.Add(time.Minute).After(time.Now()) {
+				complete++
+			}
+		}
+		if n := b.points("#ov-chart"); n < complete-1 || n > complete || n < 30 {
+			t.Errorf("the chart shows %d minutes on first render; the API has %d complete", n, complete)
+		}
+		b.waitText("#ov-in", "20/s")
+		b.waitText("#ov-out", "10/s")
 		b.screenshot("overview")
 		// The dark theme, for the reviewer.
 		b.run("dark theme", chromedp.SetValue(chromedp.CSS(`select[aria-label=theme]`), "dark"))
@@ -327,6 +380,9 @@ func TestBrowserViews(t *testing.T) {
 		}
 		b.screenshot("queues")
 		b.open("/queues/orders", "#q-partitions")
+		if n := b.points("#q-chart"); n < 30 {
+			t.Errorf("the queue's chart shows %d minutes, want the recorded 30", n)
+		}
 		b.waitText("#q-partitions", strconv.Itoa(q.Pagination.Total))
 		b.waitText("#q-pending", strconv.Itoa(q.Totals.Pending))
 		b.screenshot("queue-detail")
@@ -449,7 +505,7 @@ func TestBrowserSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := startBroker(t, server.Config{Auth: auth.Config{Tokens: toks}})
+	base, _ := startBroker(t, server.Config{Auth: auth.Config{Tokens: toks}})
 	k := &broker{t: t, base: base, token: "tok-admin-123"}
 	k.push("orders", "Default", 1)
 	b := newBrowser(t, base)

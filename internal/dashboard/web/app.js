@@ -211,19 +211,24 @@ const EmptyBroker = () => html`<div class="empty" id="empty-broker"><p><strong>N
 
 // ---- views ----
 
+// rateSeries turns buckets ({timestamp|bucket, <keys>...}, any order) into
+// chart data, oldest first, leaving out the bucket still being counted (the
+// broker writes a minute once it is over).
+function rateSeries(rows, tsKey, keys, bucketMinutes) {
+  const now = Date.now(), len = (bucketMinutes || 1) * 60e3;
+  const list = (rows || []).map((r) => ({ t: Date.parse(r[tsKey]), r })).filter((x) => x.t + len <= now).sort((a, b) => a.t - b.t);
+  return [list.map((x) => x.t / 1000), ...keys.map((k) => list.map((x) => x.r[k]))];
+}
+
 function Overview() {
-  const ov = usePoll(() => get('/api/v1/resources/overview'), 2000, []);
+  const ov = usePoll(() => get('/api/v1/resources/overview'), 5000, []);
   const health = usePoll(() => get('/health'), 10000, []);
   const queues = usePoll(() => get('/api/v1/resources/queues?limit=10'), 10000, []);
-  const hist = useRef([[], [], []]);
-  const [series, setSeries] = useState(hist.current);
-  useEffect(() => {
-    if (!ov.data) return;
-    const h = hist.current, t = Date.now() / 1000;
-    h[0].push(t); h[1].push(ov.data.throughput.ingestedPerSecond); h[2].push(ov.data.throughput.processedPerSecond);
-    if (h[0].length > 150) h.forEach((a) => a.shift());
-    setSeries([h[0].slice(), h[1].slice(), h[2].slice()]);
-  }, [ov.data]);
+  // The last hour's minutes, loaded with the page and again each 30 s: the
+  // chart is full on first render, and rates are the broker's own counts.
+  const st = usePoll(() => get('/api/v1/status'), 30000, []);
+  const series = st.data ? rateSeries(st.data.throughput, 'timestamp', ['ingestedPerSecond', 'processedPerSecond'], st.data.bucketMinutes) : [[], [], []];
+  const last = series[0].length ? { in: series[1][series[1].length - 1], out: series[2][series[2].length - 1] } : null;
   const o = ov.data, hl = health.data;
   return html`<header class="top"><h1>Overview</h1><span class="muted">${o ? html`stats <${Ago} t=${o.timestamp} />` : ''}</span></header>
     <${Err} error=${ov.error} />
@@ -233,13 +238,13 @@ function Overview() {
       <${Card} k="Pending" v=${fmtNum(o.messages.pending)} id="ov-pending" />
       <${Card} k="In flight" v=${fmtNum(o.messages.processing)} id="ov-processing" />
       <${Card} k="Dead letters" v=${fmtNum(o.messages.deadLetter)} id="ov-dlq" cls=${o.messages.deadLetter ? 'bad' : ''} />
-      <${Card} k="In" v=${fmtRate(o.throughput.ingestedPerSecond)} id="ov-in" />
-      <${Card} k="Out" v=${fmtRate(o.throughput.processedPerSecond)} id="ov-out" />
+      <${Card} k="In (last minute)" v=${last ? fmtRate(last.in) : '…'} id="ov-in" />
+      <${Card} k="Out (last minute)" v=${last ? fmtRate(last.out) : '…'} id="ov-out" />
       <${Card} k="Max lag" v=${fmtDur(o.lag.time.max)} id="ov-lag" />
       <${Card} k="Broker" v=${hl ? hl.status : '…'} id="ov-health" cls=${hl && hl.status === 'healthy' ? 'ok' : 'warn'} />
       <${Card} k="Engine" v=${hl ? hl.engine : '…'} id="ov-engine" />
     </div>`}
-    <div class="panel"><strong>Messages per second</strong> <span class="muted">(live, every 2 s)</span>
+    <div class="panel" id="ov-chart" data-points=${series[0].length}><strong>Messages per second</strong> <span class="muted">(per minute, the last hour)</span>
       <${Chart} data=${series} series=${['in', 'out']} /></div>
     ${o && o.queues === 0 ? html`<${EmptyBroker} />` : queues.data && html`<h2>Queues</h2><div class="panel">
       <${QueueTable} rows=${queues.data.queues} /></div>`}`;
@@ -281,6 +286,8 @@ function Queues({ me }) {
 function QueueDetail({ name, me }) {
   const q = usePoll(() => get('/api/v1/resources/queues/' + enc(name)), 5000, [name]);
   const groups = usePoll(() => get('/api/v1/consumer-groups'), 10000, []);
+  const ops = usePoll(() => get('/api/v1/analytics/queue-ops' + qs({ queue: name })), 30000, [name]);
+  const opsSeries = ops.data ? rateSeries(ops.data.series, 'bucket', ['pushPerSecond', 'popPerSecond', 'ackPerSecond'], ops.data.bucketMinutes) : [[], [], [], []];
   const mine = (groups.data || []).filter((g) => g.queueName === name);
   const clear = async () => {
     if (await confirmAction(`Delete every message of "${name}"?`, 'Clear queue'))
@@ -299,6 +306,8 @@ function QueueDetail({ name, me }) {
       <${Card} k="Partitions" v=${fmtNum(d.pagination.total)} id="q-partitions" />
       <${Card} k="Created" v=${html`<${Ago} t=${d.createdAt} />`} />
     </div>
+    <div class="panel" id="q-chart" data-points=${opsSeries[0].length}><strong>Messages per second</strong> <span class="muted">(per minute, the last hour)</span>
+      <${Chart} data=${opsSeries} series=${['push', 'pop', 'ack']} /></div>
     <h2>Partitions</h2><div class="panel"><${Table} id="partitions" keyOf=${(p) => p.id} rows=${d.partitions} cols=${[
       { k: 'name', label: 'Partition' },
       { k: 'pending', label: 'Pending', num: true, sort: (p) => p.stats.pending, render: (p) => fmtNum(p.stats.pending) },
