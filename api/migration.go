@@ -59,3 +59,55 @@ type MigrationConnection struct {
 	// Error says why the connection failed, without the password.
 	Error string `json:"error,omitempty"`
 }
+
+// MigrationStart is the body of POST /api/v1/migration/start and
+// /validate: the target, and its schema ("" means "queen").
+// ExcludeTableData is Queen's list of tables whose rows its pg_dump leaves
+// out; this broker copies what a move needs and accepts the field unread.
+type MigrationStart struct {
+	MigrationTarget
+	Schema           string   `json:"schema"`
+	ExcludeTableData []string `json:"excludeTableData"`
+}
+
+// MigrationStarted answers a start, at 202.
+type MigrationStarted struct {
+	Status  string `json:"status"` // "started"
+	Message string `json:"message"`
+}
+
+// MigrationStatus answers GET /api/v1/migration/status.
+type MigrationStatus struct {
+	// Status is "idle", "running", "complete" or "error".
+	Status      string `json:"status"`
+	CurrentStep string `json:"currentStep,omitempty"`
+	// ElapsedSeconds is the time since the start (to the end once ended),
+	// to a tenth of a second.
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	Error          string  `json:"error,omitempty"`
+	// Messages and TotalMessages say how far the copy of messages is.
+	Messages      int64 `json:"messages"`
+	TotalMessages int64 `json:"totalMessages"`
+}
+
+// MigrationTable is one table's rows at the source and at the target.
+type MigrationTable struct {
+	Table       string `json:"table"`
+	SourceCount int64  `json:"sourceCount"`
+	TargetCount int64  `json:"targetCount"`
+	Match       bool   `json:"match"`
+}
+
+// MigrationValidation answers POST /api/v1/migration/validate.
+type MigrationValidation struct {
+	Success  bool             `json:"success"`
+	AllMatch bool             `json:"allMatch"`
+	Tables   []MigrationTable `json:"tables"`
+	Error    string           `json:"error,omitempty"`
+}
+
+// MigrationReset answers POST /api/v1/migration/reset.
+type MigrationReset struct {
+	Status  string `json:"status"` // "idle"
+	Message string `json:"message"`
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/postgres"
 	"github.com/queen-go/queen/internal/store/sqlite"
+	"github.com/queen-go/queen/internal/transfer/endpoint"
 )
 
 // shutdownGrace bounds how long in-flight requests may take after a signal.
@@ -45,6 +46,7 @@ func serve(ctx context.Context, cfg *config.Config, version string, stderr io.Wr
 	}
 	scfg := cfg.Server()
 	scfg.Logger, scfg.Registry, scfg.Version = log, prometheus.NewRegistry(), version
+	scfg.MigrationOpen = endpoint.OpenPostgres
 	srv, err := server.New(scfg, st)
 	if err != nil {
 		return err

@@ -107,6 +107,11 @@ type Config struct {
 	// ReloadTLS and when either file changes.
 	TLSCertFile string
 	TLSKeyFile  string
+	// MigrationOpen opens a target PostgreSQL for the migration routes
+	// (start, validate); nil leaves them unavailable (503). It is given
+	// here rather than imported because the engines' own tests serve this
+	// package.
+	MigrationOpen transfer.OpenFunc
 
 	// Queue options the broker applies itself.
 
@@ -230,7 +235,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	handler := httpapi.New(httpapi.Config{
 		KV: kvs, Timers: tms, Ephemeral: eph, RateLimit: ratelimit.New(cfg.RateLimit),
 		Broker: b, Control: ctl, Logger: log.With("component", "http"), MaxBodyBytes: cfg.MaxBodyBytes,
-		Metrics: m, Streams: sx, Version: cfg.Version, Migration: transfer.Service{},
+		Metrics: m, Streams: sx, Version: cfg.Version, Migration: migrationService(cfg, st, b, log),
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		MetricsAuth: cfg.MetricsAuth, Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
@@ -348,4 +353,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, s.spool.Close())
 	}
 	return err
+}
+
+// migrationService wires the migration routes to this broker's store and
+// push maintenance.
+func migrationService(cfg Config, st store.Store, b *broker.Broker, log *slog.Logger) transfer.Service {
+	src, _ := st.(store.TransferStore)
+	return transfer.NewService(transfer.ServiceConfig{
+		Source: src, Open: cfg.MigrationOpen, SetMaintenance: b.SetMaintenance,
+		MaintenanceOn: func() bool { return b.Maintenance().Maintenance },
+		Logger:        log.With("component", "migration"),
+	})
 }

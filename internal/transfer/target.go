@@ -45,9 +45,6 @@ func TargetConfig(t api.MigrationTarget) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
-// Service serves the migration routes.
-type Service struct{}
-
 // TestConnection connects to the target and returns its version.
 func (Service) TestConnection(ctx context.Context, t api.MigrationTarget) (string, error) {
 	cfg, err := TargetConfig(t)

@@ -220,3 +220,8 @@ func Migrate(ctx context.Context, from, to Endpoint, o transfer.Options) (transf
 	}
 	return transfer.CopyEngine(ctx, src.Engine, dst, o)
 }
+
+// OpenPostgres is a transfer.OpenFunc: the target of the migration routes.
+func OpenPostgres(ctx context.Context, url, schema string) (store.TransferStore, func(), error) {
+	return OpenTarget(ctx, Endpoint{URL: url, Schema: schema})
+}
