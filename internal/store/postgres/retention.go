@@ -30,12 +30,6 @@ var sweepFilters = retain.Filters{Expired: sqlSweepFilterExpired, Completed: sql
 	Eviction: sqlSweepFilterEviction}
 
 const (
-	sqlSweepMaxPartition = `SELECT COALESCE(max(id), 0) FROM partitions`
-	// The partitions of window [$1, $2) whose queue (of tenant $3, or any)
-	// asks for the sweep; the option filter is appended per kind.
-	sqlSweepPartitions = `SELECT p.id, p.floor_offset, p.cleared_offset, q.tenant, q.name, q.options
-		FROM partitions p JOIN queues q ON q.id = p.queue_id
-		WHERE p.id >= $1 AND p.id < $2 AND ($3 = '' OR q.tenant = $3) AND `
 	sqlSweepFilterExpired = `COALESCE((q.options->>'retentionEnabled')::boolean, false)
 		AND COALESCE((q.options->>'retentionSeconds')::bigint, 0) > 0 ORDER BY p.id`
 	sqlSweepFilterCompleted = `COALESCE((q.options->>'retentionEnabled')::boolean, false)
@@ -137,53 +131,21 @@ type sweepPartition struct {
 	opts      store.QueueOptions
 }
 
+// run walks the step (retain.StepIn) with this engine's visits.
 func (sw *sweep) run(p *store.RetentionSweepParams, filter string, out *store.RetentionResult) error {
-	var maxID int64
-	if err := sw.tx.QueryRow(sw.ctx, sqlSweepMaxPartition).Scan(&maxID); err != nil {
-		return fmt.Errorf("retention sweep: %w", err)
-	}
-	w := retain.Walk[sweepPartition]{From: p.From, MaxID: maxID,
-		List: func(from, end int64) ([]sweepPartition, error) {
-			return sw.partitions(sqlSweepPartitions+filter, from, end, p.Tenant)
-		},
-		ID:    func(sp sweepPartition) int64 { return sp.id },
-		Spent: func() bool { return sw.budget <= 0 },
-		Visit: sw.partition,
-	}
 	var err error
-	out.Next, err = w.Run()
+	out.Next, err = retain.StepIn(sw.q(), filter, p, func() bool { return sw.budget <= 0 }, retain.Visits{
+		Expire: func(rp retain.Partition, cutoff int64, consumed bool) (bool, error) {
+			return sw.expire(swept(rp), cutoff, consumed)
+		},
+		Evict: func(rp retain.Partition, cutoff int64) (bool, error) { return sw.evict(swept(rp), cutoff) },
+	})
 	return err
 }
 
-func (sw *sweep) partitions(query string, from, end int64, tenant string) ([]sweepPartition, error) {
-	var parts []sweepPartition
-	var sp sweepPartition
-	var opts []byte
-	rows, _ := sw.tx.Query(sw.ctx, query, from, end, tenant)
-	_, err := pgx.ForEachRow(rows, []any{&sp.id, &sp.floor, &sp.cleared, &sp.queue.tenant, &sp.queue.name, &opts},
-		func() error {
-			o, err := store.DecodeQueueOptions(opts)
-			if err != nil {
-				return fmt.Errorf("queue %q: %w", sp.queue.name, err)
-			}
-			sp.opts = o
-			parts = append(parts, sp)
-			return nil
-		})
-	if err != nil {
-		return nil, fmt.Errorf("retention sweep: list partitions: %w", err)
-	}
-	return parts, nil
-}
-
-// partition runs the sweep on one partition within the step's budget and
-// reports whether the partition has more to remove.
-func (sw *sweep) partition(sp sweepPartition) (bool, error) {
-	cutoff := retain.Cutoff(sw.kind, &sp.opts, sw.nowMs)
-	if sw.kind == store.RetentionEviction {
-		return sw.evict(sp, cutoff)
-	}
-	return sw.expire(sp, cutoff, sw.kind == store.RetentionCompleted)
+func swept(rp retain.Partition) sweepPartition {
+	return sweepPartition{id: rp.ID, floor: rp.Floor, cleared: rp.Cleared, queue: queueName{rp.Tenant, rp.Queue},
+		opts: rp.Opts}
 }
 
 // laneRow is a lane a sweep visits.
@@ -421,7 +383,7 @@ func (s *Store) RetentionPartitions(ctx context.Context, p *store.RetentionParti
 	err := s.inRelaxedTx(ctx, "partition cleanup", func(t *txn) error {
 		*out = store.RetentionResult{}
 		var maxID int64
-		if err := t.tx.QueryRow(t.ctx, sqlSweepMaxPartition).Scan(&maxID); err != nil {
+		if err := t.tx.QueryRow(t.ctx, retain.MaxPartition).Scan(&maxID); err != nil {
 			return fmt.Errorf("partition cleanup: %w", err)
 		}
 		from := max(p.From, 1)
