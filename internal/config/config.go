@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -389,6 +390,28 @@ var settings = []Setting{
 	{Env: "QUEEN_INGRESS_NODE", Flag: "ingress-node", Default: "queen",
 		Usage: "this cell's name in X-Queuey-Path segments (brokers sharing a database share it)",
 		kind:  text("string", func(c *Config) *string { return &c.server.Ingress.Node })},
+	// Webhook delivery.
+	{Env: "QUEEN_DELIVERY_ENABLED", Flag: "delivery-enabled", Default: "true",
+		Usage: "run webhook push delivery to the delivery targets (false: none; the management routes still answer)",
+		kind:  negated(func(c *Config) *bool { return &c.server.Delivery.Disabled })},
+	{Env: "QUEEN_DELIVERY_ALLOW", Flag: "delivery-allow", Unset: "public addresses only",
+		Usage: "addresses and CIDR ranges deliveries may reach besides public ones, comma-separated, or * for any",
+		kind:  list("ranges", deliveryRange, func(c *Config) *[]string { return &c.server.Delivery.Allow })},
+	{Env: "QUEEN_DELIVERY_TIMEOUT_MS", Flag: "delivery-timeout-ms", Default: "10000",
+		Usage: "milliseconds one delivery POST may take (a target may set its own)",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Delivery.Timeout })},
+	{Env: "QUEEN_DELIVERY_ATTEMPTS", Flag: "delivery-attempts", Default: "3",
+		Usage: "POSTs per delivery before it is nacked to the queue's retryLimit (a target may set its own)",
+		kind:  integer("int", 1, 100, func(c *Config) *int { return &c.server.Delivery.Attempts })},
+	{Env: "QUEEN_DELIVERY_BACKOFF_MS", Flag: "delivery-backoff-ms", Default: "500",
+		Usage: "first wait before a delivery is retried, doubled per attempt, with jitter",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Delivery.BackoffBase })},
+	{Env: "QUEEN_DELIVERY_BACKOFF_MAX_MS", Flag: "delivery-backoff-max-ms", Default: "30000",
+		Usage: "longest wait before a delivery is retried",
+		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Delivery.BackoffMax })},
+	{Env: "QUEEN_DELIVERY_WORKERS", Flag: "delivery-workers", Default: "4",
+		Usage: "partitions of one target a broker delivers at once (a target may set its own)",
+		kind:  integer("int", 1, 256, func(c *Config) *int { return &c.server.Delivery.Workers })},
 	{Env: "QUEEN_TENANT_RATE_PER_SEC", Flag: "tenant-rate-per-sec", Default: "1000",
 		Usage: "tokens per second of each tenant's bucket on the kv, timer and ephemeral routes (429 when empty)",
 		kind:  positiveFloat(func(c *Config) *float64 { return &c.server.RateLimit.Default.Rate })},
@@ -700,6 +723,19 @@ func skipPath(p string) error {
 
 // corsOrigin accepts * or an origin as browsers send it: scheme and host,
 // with a port when not the scheme's default, no path.
+func deliveryRange(v string) error {
+	if v == "*" {
+		return nil
+	}
+	if _, err := netip.ParsePrefix(v); err == nil {
+		return nil
+	}
+	if _, err := netip.ParseAddr(v); err == nil {
+		return nil
+	}
+	return fmt.Errorf("%q is neither an address, a CIDR range nor *", v)
+}
+
 func corsOrigin(o string) error {
 	if o == "*" {
 		return nil

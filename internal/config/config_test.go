@@ -16,6 +16,7 @@ import (
 
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/delivery"
 	"github.com/queen-go/queen/internal/ingress"
 	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/logging"
@@ -168,8 +169,10 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 					auth.RoleReadOnly: "read-only", auth.RoleWriteOnly: "write-only"}},
 			Sweeps: broker.SweepConfig{EvictionBatch: 1000, EvictionEvery: time.Minute, HistoryKeep: 90 * 24 * time.Hour,
 				PartitionIdle: 30 * 24 * time.Hour, RetentionBatch: 1000, RetentionEvery: 5 * time.Minute},
-			KV:        kv.Config{MaxOps: 100, MaxValueBytes: 65536},
-			Ingress:   ingress.Config{Skew: 300 * time.Second, MaxHops: 8, MaxBodyBytes: 1 << 20, Node: "queen"},
+			KV:      kv.Config{MaxOps: 100, MaxValueBytes: 65536},
+			Ingress: ingress.Config{Skew: 300 * time.Second, MaxHops: 8, MaxBodyBytes: 1 << 20, Node: "queen"},
+			Delivery: delivery.Config{Timeout: 10 * time.Second, Attempts: 3, BackoffBase: 500 * time.Millisecond,
+				BackoffMax: 30 * time.Second, Workers: 4},
 			RateLimit: ratelimit.Config{Default: ratelimit.Limit{Rate: 1000, Burst: 2000}},
 			Timers:    timers.Config{Batch: 1000, MaxDelay: 365 * 24 * time.Hour, PollEvery: 250 * time.Millisecond},
 		},

@@ -239,7 +239,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
 		MetricsAuth: cfg.MetricsAuth, Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
-		Groups: []httpapi.Group{hooks, dashboard.New(cfg.Dashboard)},
+		Groups: []httpapi.Group{hooks, pushes, dashboard.New(cfg.Dashboard)},
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
 	listener := service.NewFunc("wake-listener", func(ctx context.Context) {
