@@ -496,7 +496,67 @@ function System({ me }) {
       <${Card} k="DB pool (active/size)" v=${fmtNum(last.database.pool_active.last) + ' / ' + fmtNum(last.database.pool_size.last)} />
     </div>`}
     ${pg.data && html`<h2>Database</h2><div class="panel"><pre>${JSON.stringify(pg.data, null, 2)}</pre></div>`}
-    <h2>Migration</h2><div class="panel muted">Moving the data to another PostgreSQL is done from the migration routes once the broker has them; this view will drive them.</div>`;
+    ${admin && html`<${Migration} />`}`;
+}
+
+// Migration drives Queen's /api/v1/migration/* routes: test a target
+// PostgreSQL, start the copy of this broker's data into it, follow its
+// status (every second while it runs), validate the counts, reset. A broker
+// without the start route (404) offers the connection test only.
+const RUNNING = ['running', 'dumping', 'restoring'];
+function Migration() {
+  const [t, setT] = useState({ host: '', port: '5432', database: '', user: '', password: '', ssl: false, schema: 'queen' });
+  const [conn, setConn] = useState(null);
+  const [valid, setValid] = useState(null);
+  const [busy, setBusy] = useState('');
+  const [fast, setFast] = useState(false);
+  const st = usePoll(() => get('/api/v1/migration/status').catch((e) => (e.status === 404 ? { unavailable: true } : Promise.reject(e))), fast ? 1000 : 30000, []);
+  const s = st.data;
+  const running = !!(s && RUNNING.includes(s.status));
+  useEffect(() => { setFast(running); }, [running]);
+  const full = s && !s.unavailable;
+  const set = (k) => (e) => setT({ ...t, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value });
+  const target = () => ({ host: t.host.trim(), port: t.port.trim(), database: t.database.trim(), user: t.user.trim(), password: t.password, ssl: t.ssl });
+  const ready = t.host.trim() && t.database.trim() && t.user.trim();
+  const run = async (what, fn) => { setBusy(what); try { return await fn(); } finally { setBusy(''); } };
+  const test = () => run('test', async () => {
+    try { setConn(await api('POST', '/api/v1/migration/test-connection', target())); } catch (e) { setConn({ success: false, error: e.message }); }
+  });
+  const start = async () => {
+    if (!(await confirmAction(`Copy this broker's data into ${t.database}@${t.host} (schema ${t.schema || 'queen'})? Pushes are held while it runs; a target that already holds queues is refused.`, 'Start migration'))) return;
+    await run('start', () => act('Migration started', () => api('POST', '/api/v1/migration/start', { ...target(), schema: t.schema.trim() }), () => { setValid(null); setFast(true); st.reload(); }));
+  };
+  const validate = () => run('validate', async () => {
+    try { setValid(await api('POST', '/api/v1/migration/validate', { ...target(), schema: t.schema.trim() })); } catch (e) { setValid({ success: false, error: e.message }); }
+  });
+  const reset = async () => {
+    if (await confirmAction('Forget the last migration\'s state? The target database is left as it is.', 'Reset'))
+      act('Migration state reset', () => api('POST', '/api/v1/migration/reset'), () => { setValid(null); st.reload(); });
+  };
+  const field = (k, label, type = 'text') => html`<label>${label}<input id=${'mig-' + k} type=${type} value=${t[k]} onInput=${set(k)} autocomplete="off" /></label>`;
+  return html`<h2>Migration to another PostgreSQL</h2><div class="panel" id="migration">
+    <p class="muted">Copies every queue, message, consumer group position and dead letter of this broker into queen-go's schema on a PostgreSQL that holds no queues yet; brokers pointed at it then continue where this one stopped. The password is sent to this broker only and never shown again.</p>
+    <div class="form">${field('host', 'Host')}${field('port', 'Port')}${field('database', 'Database')}${field('user', 'User')}${field('password', 'Password', 'password')}
+      ${full && field('schema', 'Schema')}<label class="check"><input id="mig-ssl" type="checkbox" checked=${t.ssl} onChange=${set('ssl')} /> require TLS</label></div>
+    <div class="row"><button id="mig-test" disabled=${!ready || busy} onClick=${test}>${busy === 'test' ? 'Testing…' : 'Test connection'}</button>
+      ${full && html`<button id="mig-start" class="danger" disabled=${!ready || busy || running} onClick=${start}>Start migration</button>
+        <button id="mig-validate" disabled=${!ready || busy || running} onClick=${validate}>${busy === 'validate' ? 'Validating…' : 'Validate'}</button>
+        <button id="mig-reset" disabled=${busy || running || !s || s.status === 'idle'} onClick=${reset}>Reset</button>`}</div>
+    ${conn && html`<div id="mig-conn" class=${conn.success ? 'ok' : 'error'} role="status">${conn.success ? html`Connection successful · <span class="muted">${conn.version}</span>` : 'Connection failed: ' + (conn.error || conn.message)}</div>`}
+    ${s && s.unavailable && html`<p class="muted" id="mig-unavailable">This broker answers the connection test only; starting a migration needs a broker with the migration routes.</p>`}
+    ${full && html`<div class="cards"><${Card} k="Migration" v=${s.status} id="mig-status" cls=${s.status === 'error' ? 'bad' : s.status === 'complete' ? 'ok' : running ? 'warn' : ''} />
+      ${s.currentStep && html`<${Card} k="Step" v=${s.currentStep} id="mig-step" />`}
+      <${Card} k="Elapsed" v=${fmtDur(s.elapsedSeconds)} id="mig-elapsed" />
+      ${s.totalMessages > 0 && html`<${Card} k="Messages copied" v=${fmtNum(s.messages) + ' / ' + fmtNum(s.totalMessages)} id="mig-progress" />`}</div>
+      ${s.error && html`<div class="error" role="alert" id="mig-error">${s.error}</div>`}`}
+    <${Err} error=${st.error} />
+    ${valid && (valid.error ? html`<div class="error" role="alert" id="mig-valid">${valid.error}</div>` : html`<div id="mig-valid">
+      <p class=${valid.allMatch ? 'ok' : 'bad'}>${valid.allMatch ? 'Every count matches.' : 'Some counts differ.'}</p>
+      <${Table} id="mig-tables" rows=${valid.tables} keyOf=${(r) => r.table} cols=${[
+        { k: 'table', label: 'Table' }, { k: 'sourceCount', label: 'Here', num: true }, { k: 'targetCount', label: 'Target', num: true },
+        { k: 'match', label: '', render: (r) => (r.match ? html`<span class="pill ok">match</span>` : html`<span class="pill bad">differs</span>`) },
+      ]} /></div>`)}
+  </div>`;
 }
 
 function can(me, level) { return !me || (me.levels || []).includes(level); }
