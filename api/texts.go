@@ -48,6 +48,12 @@ const (
 	// TextQueryNotFound, one whose ack names an unknown message with
 	// TextMessageNotFound.
 	ReasonCycleLease = "Invalid or expired lease"
+	// ReasonCycleLeased and ReasonCycleStateGone are why a stream cycle
+	// without an ack (an idle flush) failed: the partition's lane is leased
+	// (the lease holder's cycle decides its windows), or a key it deletes
+	// is gone (another cycle closed that window since the flush read it).
+	ReasonCycleLeased    = "partition leased: a cycle without an ack gives way to the lease holder's cycle"
+	ReasonCycleStateGone = "state changed since it was read"
 	// ReasonQueueFull and ReasonQueueNotFound are why an ephemeral push
 	// item failed: its queue is at its maxMessages, or does not exist (or
 	// has expired).

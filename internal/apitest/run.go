@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Analytics", s.testAnalytics},
 		{"Metrics", s.testMetrics},
 		{"Streams", s.testStreams},
+		{"StreamPipelines", s.testStreamPipelines}, // streamspipe.go
 		{"BadInput", s.testBadInput},
 		{"Options", s.testOptions}, // options.go
 		{"Auth", s.testAuth},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/crypt"
 	"github.com/queen-go/queen/internal/server"
@@ -343,6 +344,53 @@ func (s *suite) testStreams(t *testing.T) {
 		if len(again.Messages) != 1 || string(again.Messages[0].Data) != "2" {
 			t.Fatalf("source after the cycle: %d messages, want only the one it pushed", len(again.Messages))
 		}
+	})
+
+	t.Run("a cycle without an ack gives way to the lease and to a closed window", func(t *testing.T) {
+		t.Parallel()
+		c := s.server(t)
+		src, sink := uniq("events"), uniq("totals")
+		q := c.register(t, uniq("counts"), src, sink, "h", false).QueryID
+		group := uniq("streams.counts")
+		p := c.sourceBatch(t, src, group, 2, func(i int) string { return "a" })
+		pid := p.Messages[0].PartitionID
+		win := "tumb:1\u001f1000"
+		flush := func(ops ...any) map[string]any {
+			return map[string]any{"query_id": q, "partition_id": pid, "consumer_group": group, "state_ops": ops,
+				"push_items": []any{item(sink, map[string]any{"count": 2})}}
+		}
+		up := map[string]any{"type": "upsert", "key": win, "value": map[string]any{"count": 2, "windowEnd": 1000}}
+		del := map[string]any{"type": "delete", "key": win}
+		// While the batch is leased, its holder decides the partition's
+		// windows: a flush gives way, whatever it writes.
+		c.cycleFails(t, flush(up), api.ReasonCycleLeased)
+		c.cycleFails(t, map[string]any{"query_id": q, "partition_id": pid, "consumer_group": group,
+			"state_ops": []any{up}}, api.ReasonCycleLeased)
+		wantRows(t, "state after the refused flush", c.state(t, map[string]any{"query_id": q, "partition_id": pid}))
+		c.cycleOK(t, map[string]any{"query_id": q, "partition_id": pid, "consumer_group": group,
+			"state_ops": []any{up}, "ack": ackOfLast(p)})
+		// Another group's lease is not this lane's.
+		c.sourceBatch(t, src, "", 1, func(i int) string { return "b" })
+		// Unleased, the flush closes the window once; the same flush again
+		// finds it gone and fails, pushing nothing.
+		if res := c.cycleOK(t, flush(del)); res.StateOpsApplied != 1 || len(res.PushResults) != 1 || res.AckResult != nil {
+			t.Fatalf("flush: %+v, want the window deleted and emitted", res)
+		}
+		out := c.cycle(t, flush(del))
+		if out.Success || out.Error == nil || !strings.HasPrefix(*out.Error, api.ReasonCycleStateGone) {
+			t.Fatalf("the flush again: success %v error %s, want %q", out.Success, strp(out.Error), api.ReasonCycleStateGone)
+		}
+		if got := c.popOK(t, queuePath(sink)+"?batch=10"); len(got.Messages) != 1 {
+			t.Fatalf("sink holds %d emissions, want 1", len(got.Messages))
+		}
+		// A delete, then an upsert of the same key, must find it too; a cycle
+		// that pushes nothing may delete a missing key.
+		out = c.cycle(t, flush(del, up))
+		if out.Success {
+			t.Fatalf("a flush deleting a gone key before writing it committed")
+		}
+		c.cycleOK(t, map[string]any{"query_id": q, "partition_id": pid, "consumer_group": group,
+			"state_ops": []any{del}})
 	})
 
 	t.Run("a replayed cycle writes nothing again", func(t *testing.T) {

@@ -203,6 +203,48 @@ type StreamPurgeParams struct {
 	Now   time.Time
 }
 
+// A cycle without an ack is an idle flush: it deletes the windows that it
+// read a moment before as ripe and emits them, outside the lease of the
+// partition's lane. Beside it the lease holder reads the same windows,
+// folds a batch into them and commits; whichever commits second would count
+// from what it read before the other's commit (a window emitted twice, or
+// grown and then deleted by the flush). So a driver fails a cycle without
+// an ack, and writes nothing of it, while the lane of (partition, consumer
+// group) holds a live lease (the holder's cycle decides those windows); and
+// one that also pushes fails when a key it deletes is already gone (another
+// cycle closed and emitted that window since the flush read it). The driver
+// holds the lane's row locked from that check to the commit, so a pop
+// cannot lease the lane in between. The SDKs flush again at their next
+// tick, from state read afresh.
+
+// FlushDeletes returns the keys a cycle without an ack that pushes deletes
+// before anything else of the cycle writes them: each must exist when it
+// runs. It is empty for any other cycle: a missing key is otherwise fine.
+func FlushDeletes(p *StreamCycleParams) map[string]bool {
+	out := map[string]bool{}
+	if p.Ack != nil || len(p.Pushes) == 0 {
+		return out
+	}
+	seen := make(map[string]bool, len(p.StateOps))
+	for _, op := range p.StateOps {
+		if !seen[op.Key] && op.Delete {
+			out[op.Key] = true
+		}
+		seen[op.Key] = true
+	}
+	return out
+}
+
+// FlushStateGone is the failure of a cycle without an ack that deletes
+// key, which is gone.
+func FlushStateGone(key string) *StreamCycleError {
+	return &StreamCycleError{Reason: fmt.Sprintf("%s: key %q is gone", api.ReasonCycleStateGone, key)}
+}
+
+// ErrFlushLeased is the failure of a cycle without an ack while the lane is
+// leased.
+var ErrFlushLeased = &StreamCycleError{Reason: api.ReasonCycleLeased}
+
 // LastStateOps returns the last op of every key of ops, ordered by key:
 // applying them is applying ops in order (each op replaces or removes its
 // key whole), and a driver that writes them in key order locks rows in one

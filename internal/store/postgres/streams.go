@@ -75,6 +75,21 @@ const (
 			bytes = sh.bytes + (SELECT COALESCE(sum(octet_length(o.key) + octet_length(o.value)), 0) FROM o WHERE NOT o.del)
 				- (SELECT COALESCE(sum(size), 0) FROM old)
 		FROM k WHERE sh.state_key = k.state_key AND sh.partition_id = $3`
+	// The keys of $4 missing from the shard ($3) of the query: a flush's
+	// deletes, which must all exist (store.FlushDeletes). The shard's row
+	// lock, taken before, keeps the other cycles of the shard out.
+	sqlStreamStateMissing = `SELECT o.key FROM unnest($4::text[]) AS o(key)
+		WHERE NOT EXISTS (SELECT 1 FROM streams_queries q JOIN streams_state s ON s.state_key = q.state_key
+			WHERE q.uuid = $1 AND q.tenant = $2 AND s.partition_id = $3 AND s.key = o.key)
+		ORDER BY o.key LIMIT 1`
+	// Whether the lane of a flush (partition $1, group $2) holds a live
+	// lease at $3, its row locked to the commit: a pop skips a locked lane,
+	// so none leases it before the flush commits. At the ack's place in the
+	// lock order (partitions before lanes).
+	sqlStreamLaneLeased = `SELECT l.lease_id IS NOT NULL AND l.lease_expires_at > $3
+		FROM lanes l JOIN partitions p ON p.id = l.partition_id
+		WHERE p.uuid = $1 AND l.consumer_group = $2
+		FOR UPDATE OF l`
 	// Release the lease of a lane this transaction has locked (the ack's).
 	sqlStreamLaneRelease = `UPDATE lanes l SET lease_id = NULL, lease_expires_at = 0, batch_end = 0
 		FROM partitions p WHERE p.uuid = $1 AND l.partition_id = p.id AND l.consumer_group = $2
@@ -161,6 +176,13 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 	b.Queue(sqlStreamLockShared, p.QueryID)
 	b.Queue(sqlStreamShardLock, p.QueryID, tenant, p.PartitionID, nowMs)
 	b.Queue(sqlStreamPartitionQueue, p.PartitionID, tenant)
+	var mustExist []string
+	for k := range store.FlushDeletes(p) {
+		mustExist = append(mustExist, k)
+	}
+	if len(mustExist) > 0 {
+		b.Queue(sqlStreamStateMissing, p.QueryID, tenant, p.PartitionID, mustExist)
+	}
 	if len(p.StateOps) > 0 {
 		ops := store.LastStateOps(p.StateOps)
 		keys, dels, values, ends := make([]string, len(ops)), make([]bool, len(ops)), make([][]byte, len(ops)),
@@ -192,6 +214,15 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 	if len(keys) == 0 {
 		return nil, &store.StreamCycleError{Reason: api.TextQueryNotFound}
 	}
+	if len(mustExist) > 0 {
+		gone, err := pgx.CollectRows(must(br.Query()), pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("read stream state: %w", err)
+		}
+		if len(gone) > 0 {
+			return nil, store.FlushStateGone(gone[0])
+		}
+	}
 	if len(p.StateOps) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return nil, fmt.Errorf("write stream state: %w", err)
@@ -216,6 +247,16 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 	if p.Ack != nil {
 		if out.Ack, err = t.streamAck(tenant, p, *queue); err != nil {
 			return nil, err
+		}
+	} else if *queue != "" {
+		// A flush gives way to the lease holder (store.FlushDeletes).
+		rows, _ := t.tx.Query(t.ctx, sqlStreamLaneLeased, p.PartitionID, p.ConsumerGroup, nowMs)
+		leased, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+		if err != nil {
+			return nil, fmt.Errorf("read lane: %w", err)
+		}
+		if len(leased) > 0 && leased[0] {
+			return nil, store.ErrFlushLeased
 		}
 	}
 	return out, nil

@@ -123,7 +123,8 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 	}
 	out := &store.StreamCycleResult{Queue: *queue, Pushes: []store.PushResult{}}
 	if len(p.StateOps) > 0 {
-		if err := t.streamState(stateKey, p.PartitionID, p.StateOps, p.Now.UnixMilli()); err != nil {
+		mustExist := store.FlushDeletes(p)
+		if err := t.streamState(stateKey, p.PartitionID, p.StateOps, mustExist, p.Now.UnixMilli()); err != nil {
 			return nil, err
 		}
 		out.StateOpsApplied = len(p.StateOps)
@@ -140,13 +141,29 @@ func (t *txn) streamCycle(p *store.StreamCycleParams, queue *string) (*store.Str
 		if out.Ack, err = t.streamAck(tenant, p, part); err != nil {
 			return nil, err
 		}
+	} else if part != nil {
+		// A flush gives way to the lease holder (store.FlushDeletes); the
+		// single writer keeps pops out until it commits.
+		var st lane.State
+		var leaseID sql.NullString
+		err := t.queryRow(sqlLaneGet, part.id, p.ConsumerGroup).Scan(&st.Cursor, &leaseID, &st.LeaseExpiresAt,
+			&st.BatchEnd, &st.HeadAttempts, &st.RetryAt)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read lane: %w", err)
+		}
+		st.LeaseID = leaseID.String
+		if err == nil && st.Leased(p.Now.UnixMilli()) {
+			return nil, store.ErrFlushLeased
+		}
 	}
 	return out, nil
 }
 
 // streamState applies the last op of every key and counts the change of
-// rows and bytes in the shard.
-func (t *txn) streamState(stateKey int64, pid string, ops []store.StreamStateOp, nowMs int64) error {
+// rows and bytes in the shard. A key of mustExist that is missing fails the
+// cycle (store.FlushDeletes).
+func (t *txn) streamState(stateKey int64, pid string, ops []store.StreamStateOp, mustExist map[string]bool,
+	nowMs int64) error {
 	var rows, bytes int64
 	for _, op := range store.LastStateOps(ops) {
 		var old int64
@@ -157,6 +174,8 @@ func (t *txn) streamState(stateKey int64, pid string, ops []store.StreamStateOp,
 			bytes -= int64(len(op.Key)) + old
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("read state: %w", err)
+		case mustExist[op.Key]:
+			return store.FlushStateGone(op.Key)
 		}
 		if op.Delete {
 			if err == nil {
