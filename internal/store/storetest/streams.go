@@ -399,7 +399,9 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		items := Push(t, s, "events", "p", 2)
 		m, lease := popStream(t, s, "events", "p", store.QueueMode, At(time.Second))
 		pid := m[0].PartitionID
-		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: pid, StateOps: []store.StreamStateOp{Upsert("kept", "1")}})
+		// Another group's lane is not leased: this flush commits.
+		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: pid, ConsumerGroup: "streams.other",
+			StateOps: []store.StreamStateOp{Upsert("kept", "1")}})
 		before := querySize(t, s, "", "counts")
 		half := store.StreamCycleParams{QueryID: q, PartitionID: pid, Now: At(2 * time.Second),
 			StateOps: []store.StreamStateOp{Upsert("new", "1"), {Key: "kept", Delete: true}},
@@ -507,9 +509,11 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 		Push(t, s, "kept", "p", 1)
 		m, _ := popStream(t, s, "events", "p", store.QueueMode, At(time.Second))
 		k, _ := popStream(t, s, "kept", "p", store.QueueMode, At(time.Second))
-		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: m[0].PartitionID,
+		// The pops only name the partitions; the cycles are another group's,
+		// whose lanes no lease holds.
+		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: m[0].PartitionID, ConsumerGroup: "streams.other",
 			StateOps: []store.StreamStateOp{Upsert("a", "1"), Upsert("b", "2"), Upsert("c", "3")}})
-		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: k[0].PartitionID,
+		Cycle(t, s, store.StreamCycleParams{QueryID: q, PartitionID: k[0].PartitionID, ConsumerGroup: "streams.other",
 			StateOps: []store.StreamStateOp{Upsert("a", "1")}})
 		if _, err := s.QueueDelete(ctx, &store.QueueDeleteParams{Name: "events", Now: At(2 * time.Second)}); err != nil {
 			t.Fatal(err)
@@ -567,17 +571,24 @@ func runStreams(t *testing.T, newStore func(t *testing.T) store.Store) {
 					// two cycles would each count the same keys as created
 					// (or as deleted), leave keys with several cycles'
 					// values, or deadlock.
-					ops := make([]store.StreamStateOp, 0, keys+1)
+					// A deleting cycle writes each key before deleting it:
+					// it pushes and has no ack, and such a cycle (a flush)
+					// may not delete a key that is gone.
+					order := make([]string, keys)
 					for i := range keys {
-						k := fmt.Sprintf("k%02d", (i+7*w)%keys)
-						if (w+r)%2 == 0 {
-							ops = append(ops, Upsert(k, fmt.Sprintf(`{"w":%d,"r":%d}`, w, r)))
-						} else {
-							ops = append(ops, store.StreamStateOp{Key: k, Delete: true})
-						}
+						order[i] = fmt.Sprintf("k%02d", (i+7*w)%keys)
 					}
 					if w%2 == 1 {
-						slices.Reverse(ops)
+						slices.Reverse(order)
+					}
+					ops := make([]store.StreamStateOp, 0, 2*keys+1)
+					for _, k := range order {
+						v := fmt.Sprintf(`{"w":%d,"r":%d}`, w, r)
+						if (w+r)%2 == 0 {
+							ops = append(ops, Upsert(k, v))
+						} else {
+							ops = append(ops, Upsert(k, v), store.StreamStateOp{Key: k, Delete: true})
+						}
 					}
 					ops = append(ops, Upsert(fmt.Sprintf("own%d", w), fmt.Sprint(r)))
 					_, err := s.StreamCycle(ctx, &store.StreamCycleParams{QueryID: q, PartitionID: pid, Now: T0,
