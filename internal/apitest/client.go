@@ -193,6 +193,9 @@ func (c *client) send(ctx context.Context, method, path string, body any) (*resp
 	for k, v := range c.header {
 		req.Header[k] = v
 	}
+	if h := c.header.Get("Host"); h != "" {
+		req.Host = h // net/http sends req.Host, never a Host header
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err

@@ -113,6 +113,7 @@ func (s *suite) testSecurity(t *testing.T) {
 	t.Run("OperatorRoutesTenancyOff", s.testOperatorRoutesTenancyOff)
 	t.Run("CrossSite", s.testCrossSite)
 	t.Run("MetricsClosed", s.testMetricsClosed)
+	t.Run("Hosts", s.testHosts)
 }
 
 // testCrossSite: with authentication off, a page of another origin cannot
@@ -278,4 +279,38 @@ func (s *suite) testMetricsClosed(t *testing.T) {
 			get("tenantless", "/metrics", bearer(hs(t, claims("ops", "read-only"))), http.StatusOK, ""),
 		})
 	})
+}
+
+// testHosts: a rebinding Host is refused before any route (the broker
+// listens on loopback, so only loopback names pass by default), while
+// loopback names and addresses pass; QUEEN_ALLOWED_HOSTS replaces the rule.
+func (s *suite) testHosts(t *testing.T) {
+	const rebound = `host refused: Host "attacker.example:6632" is not a loopback name, and the broker listens on loopback (set QUEEN_ALLOWED_HOSTS)`
+	c := s.server(t)
+	q := uniq("rebind")
+	for _, p := range []struct{ method, path string }{{"GET", "/api/v1/resources/queues"}, {"POST", "/api/v1/push"},
+		{"GET", "/health"}} {
+		r := c.with("Host", "attacker.example:6632").do(t, p.method, p.path, pushBody(q))
+		if msg := wantPlainError(t, r, http.StatusForbidden, ""); msg != rebound {
+			t.Fatalf("%s %s with a rebinding Host: %q", p.method, p.path, msg)
+		}
+	}
+	c.popNone(t, queuePath(q))
+	for _, h := range []string{"localhost:6632", "LOCALHOST", "app.localhost:1", "127.0.0.1", "127.0.0.2:80", "[::1]:6632"} {
+		wantStatus(t, c.with("Host", h).do(t, "GET", "/api/v1/resources/queues", nil), http.StatusOK)
+	}
+
+	listed := s.serverWith(t, server.Config{Version: "0.0.0-apitest", AllowedHosts: []string{"queen.example", "*.corp.example"}})
+	for h, status := range map[string]int{"queen.example:6632": 200, "Queen.Example": 200, "a.b.corp.example": 200,
+		"corp.example": 403, "localhost": 403, "evil.example": 403} {
+		r := listed.with("Host", h).do(t, "GET", "/api/v1/resources/queues", nil)
+		if r.Status != status {
+			t.Fatalf("QUEEN_ALLOWED_HOSTS, Host %q: %s, want %d", h, r, status)
+		}
+		if status == 403 && !strings.Contains(string(r.Body), "not allowed by QUEEN_ALLOWED_HOSTS") {
+			t.Fatalf("Host %q: %s", h, r.Body)
+		}
+	}
+	anyHost := s.serverWith(t, server.Config{Version: "0.0.0-apitest", AllowedHosts: []string{"*"}})
+	wantStatus(t, anyHost.with("Host", "anything.example").do(t, "GET", "/api/v1/resources/queues", nil), http.StatusOK)
 }

@@ -318,6 +318,9 @@ var settings = []Setting{
 	{Env: "QUEEN_TLS_KEY", Flag: "tls-key", Unset: "none (plain HTTP)",
 		Usage: "PEM private key of --tls-cert",
 		kind:  text("file", func(c *Config) *string { return &c.server.TLSKeyFile })},
+	{Env: "QUEEN_ALLOWED_HOSTS", Flag: "allowed-hosts", Unset: "loopback names when binding loopback, else any",
+		Usage: "Host headers served, comma-separated: names, addresses, *.example.com, or *; any other Host is refused (403), which stops DNS rebinding",
+		kind:  list("hosts", allowedHost, func(c *Config) *[]string { return &c.server.AllowedHosts })},
 	{Env: "CORS_ALLOW_ORIGIN", Flag: "cors-allow-origin", Unset: "off (no CORS headers)",
 		Usage: "origins browsers may call from, comma-separated (https://dash.example.com), or *",
 		kind:  list("origins", corsOrigin, func(c *Config) *[]string { return &c.server.CORSAllowOrigins })},
@@ -717,6 +720,18 @@ func list(name string, check func(string) error, field func(*Config) *[]string) 
 func skipPath(p string) error {
 	if !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("%q is not a path (want /health,/metrics or none)", p)
+	}
+	return nil
+}
+
+// allowedHost accepts *, a name or address, or *.name; no port, no path.
+func allowedHost(h string) error {
+	if h == "*" {
+		return nil
+	}
+	n := strings.TrimPrefix(h, "*.")
+	if n == "" || strings.ContainsAny(n, "/:@*?# ") && !strings.HasPrefix(n, "[") {
+		return fmt.Errorf("%q is not a host (want example.com, 10.0.0.5, [::1], *.example.com or *; no port)", h)
 	}
 	return nil
 }

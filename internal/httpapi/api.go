@@ -92,6 +92,15 @@ type Config struct {
 	// browsers may call from, exactly as they send them, or "*" for any.
 	// Empty: no CORS headers, and OPTIONS is an unknown route.
 	CORSAllowOrigins []string
+	// AllowedHosts is the Host allowlist (QUEEN_ALLOWED_HOSTS): names or
+	// addresses, "*.example.com" for the names under example.com, "*" for
+	// any. nil means: only loopback names and addresses while Loopback
+	// reports true, any Host otherwise. A request with another Host is
+	// refused (403) before any route, which stops DNS rebinding.
+	AllowedHosts []string
+	// Loopback reports whether the broker listens on loopback only; nil
+	// means never.
+	Loopback func() bool
 	// MetricsAuth puts /metrics and /metrics/prometheus behind the read
 	// level even where JWT_SKIP_PATHS names them (QUEEN_METRICS_AUTH). It
 	// needs Auth enabled.
@@ -135,6 +144,7 @@ type Config struct {
 type adapter struct {
 	auth         *auth.Verifier // nil: authentication off
 	cors         *cors          // nil: CORS off
+	hosts        *hosts
 	exposed      func() bool
 	fallbacks    []FallbackGroup
 	idleTimeout  time.Duration
@@ -165,6 +175,7 @@ func newAdapter(cfg Config) *adapter {
 		tenancy:      cfg.TenancyEnabled,
 		version:      cfg.Version,
 		cors:         newCORS(cfg.CORSAllowOrigins),
+		hosts:        newHosts(cfg.AllowedHosts, cfg.Loopback),
 		exposed:      cfg.Exposed,
 		parking:      cfg.Parking,
 		idleTimeout:  cfg.IdleTimeout,

@@ -203,7 +203,13 @@ func (a *adapter) router() http.Handler {
 	}
 	refused := a.serve(Route{RouteInfo{Access: AccessPublic, Name: crossSiteName, Scope: ScopeProcess},
 		a.cors.refuseCrossSite})
+	hostRefused := a.serve(Route{RouteInfo{Access: AccessPublic, Name: hostRefusedName, Scope: ScopeProcess},
+		a.hosts.refuseHost})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.hosts.refused(r.Host) != "" { // DNS rebinding: before anything else
+			hostRefused.ServeHTTP(w, r)
+			return
+		}
 		if a.cors != nil && a.cors.handle(w, r) {
 			preflight.ServeHTTP(w, r)
 			return

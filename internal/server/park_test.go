@@ -46,7 +46,7 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 func (c *rawClient) send(proto, method, target string, headers []string, body string) {
 	c.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %s\r\nHost: test\r\n", method, target, proto)
+	fmt.Fprintf(&b, "%s %s %s\r\nHost: localhost\r\n", method, target, proto)
 	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}

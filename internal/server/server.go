@@ -96,6 +96,10 @@ type Config struct {
 	Auth auth.Config
 	// CORSAllowOrigins turns CORS on for these origins ("*" for any).
 	CORSAllowOrigins []string
+	// AllowedHosts is the Host allowlist (QUEEN_ALLOWED_HOSTS); nil
+	// accepts only loopback names while the listener is loopback, any Host
+	// otherwise.
+	AllowedHosts []string
 	// MetricsAuth puts /metrics and /metrics/prometheus behind a
 	// read-level token (QUEEN_METRICS_AUTH); it needs Auth enabled.
 	MetricsAuth bool
@@ -150,6 +154,7 @@ type Server struct {
 	broker   *broker.Broker
 	certs    *certReloader // nil without TLS
 	exposed  atomic.Bool   // served without authentication beyond loopback
+	loopback atomic.Bool   // the listener accepts connections from this host only
 	http     *http.Server
 	log      *slog.Logger
 	lot      *parkLot // connections of parked long polls
@@ -238,7 +243,8 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		Metrics: m, Streams: sx, Version: cfg.Version, Migration: migrationService(cfg, st, b, log),
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
-		MetricsAuth: cfg.MetricsAuth, Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
+		MetricsAuth: cfg.MetricsAuth, AllowedHosts: cfg.AllowedHosts, Loopback: s.loopback.Load,
+		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
 		Groups: []httpapi.Group{hooks, pushes, dashboard.New(cfg.Dashboard)},
 	})
 	// Wake-ups from pushes made by other brokers sharing the database.
@@ -306,6 +312,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.Start(context.Background()); err != nil {
 		return err
 	}
+	s.loopback.Store(isLoopback(ln.Addr()))
 	if !s.authOn {
 		exposed := !isLoopback(ln.Addr())
 		s.exposed.Store(exposed)
