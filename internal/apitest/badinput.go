@@ -356,7 +356,7 @@ func (s *suite) testBadInput(t *testing.T) {
 	t.Run("a 1 MB header is refused with 431", func(t *testing.T) {
 		t.Parallel()
 		c := s.server(t)
-		resp := rawExchange(t, c.base, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("h", 1<<20)+"\r\n\r\n")
+		resp := rawExchange(t, c.base, "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: "+strings.Repeat("h", 1<<20)+"\r\n\r\n")
 		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Fatalf("1 MB header: status %d, want 431", resp.StatusCode)
 		}
@@ -374,10 +374,10 @@ func (s *suite) testBadInput(t *testing.T) {
 			name, req string
 			status    int
 		}{
-			{"100 KB token", "GET /api/v1/resources/queues HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + strings.Repeat("a", 100<<10) + "\r\n\r\n", 431},
-			{"10,000 small headers", "GET /health HTTP/1.1\r\nHost: x\r\n" + many + "\r\n", 431},
-			{"1 MB header", "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("h", 1<<20) + "\r\n\r\n", 431},
-			{"100 KB URL", "GET /health?x=" + strings.Repeat("u", 100<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
+			{"100 KB token", "GET /api/v1/resources/queues HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + strings.Repeat("a", 100<<10) + "\r\n\r\n", 431},
+			{"10,000 small headers", "GET /health HTTP/1.1\r\nHost: localhost\r\n" + many + "\r\n", 431},
+			{"1 MB header", "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("h", 1<<20) + "\r\n\r\n", 431},
+			{"100 KB URL", "GET /health?x=" + strings.Repeat("u", 100<<10) + " HTTP/1.1\r\nHost: localhost\r\n\r\n", 414},
 		} {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
 			if err != nil {
@@ -448,7 +448,7 @@ func (s *suite) testBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		if _, err := io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("h", 100<<10)); err != nil {
+		if _, err := io.WriteString(conn, "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: "+strings.Repeat("h", 100<<10)); err != nil {
 			t.Fatal(err)
 		}
 		// Keep trickling a byte every 50 ms: the discard is bounded in
@@ -501,7 +501,7 @@ func (s *suite) testBadInput(t *testing.T) {
 		}
 		defer conn.Close()
 		start := time.Now()
-		if _, err := io.WriteString(conn, "POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+		if _, err := io.WriteString(conn, "POST /api/v1/push HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
 			"Content-Length: 100000\r\n\r\n{"); err != nil {
 			t.Fatal(err)
 		}
@@ -542,7 +542,7 @@ func (s *suite) testBadInput(t *testing.T) {
 		t.Parallel()
 		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", ReadTimeout: 300 * time.Millisecond})
 		start := time.Now()
-		resp := rawExchange(t, c.base, "POST /api/v1/ack HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"tr")
+		resp := rawExchange(t, c.base, "POST /api/v1/ack HTTP/1.1\r\nHost: localhost\r\nContent-Length: 50\r\n\r\n{\"tr")
 		if resp.StatusCode != http.StatusRequestTimeout {
 			t.Fatalf("stalled body: status %d, want 408", resp.StatusCode)
 		}

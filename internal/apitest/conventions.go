@@ -209,7 +209,7 @@ func (s *suite) testConventions(t *testing.T) {
 		br := bufio.NewReader(conn)
 		q := uniq("empty-q")
 
-		if _, err := conn.Write([]byte("GET " + queuePath(q) + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		if _, err := conn.Write([]byte("GET " + queuePath(q) + " HTTP/1.1\r\nHost: localhost\r\n\r\n")); err != nil {
 			t.Fatalf("write: %v", err)
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -249,7 +249,7 @@ func (s *suite) testConventions(t *testing.T) {
 
 		// The same connection serves a second request.
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := conn.Write([]byte("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		if _, err := conn.Write([]byte("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")); err != nil {
 			t.Fatalf("write second request: %v", err)
 		}
 		req, _ := http.NewRequest("GET", "/health", nil)
