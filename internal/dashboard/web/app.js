@@ -496,7 +496,7 @@ function System({ me }) {
       <${Card} k="DB pool (active/size)" v=${fmtNum(last.database.pool_active.last) + ' / ' + fmtNum(last.database.pool_size.last)} />
     </div>`}
     ${pg.data && html`<h2>Database</h2><div class="panel"><pre>${JSON.stringify(pg.data, null, 2)}</pre></div>`}
-    ${admin && html`<${Migration} />`}`;
+    ${admin && html`<${Migration} onEnd=${m.reload} />`}`;
 }
 
 // Migration drives Queen's /api/v1/migration/* routes: test a target
@@ -504,7 +504,7 @@ function System({ me }) {
 // status (every second while it runs), validate the counts, reset. A broker
 // without the start route (404) offers the connection test only.
 const RUNNING = ['running', 'dumping', 'restoring'];
-function Migration() {
+function Migration({ onEnd }) {
   const [t, setT] = useState({ host: '', port: '5432', database: '', user: '', password: '', ssl: false, schema: 'queen' });
   const [conn, setConn] = useState(null);
   const [valid, setValid] = useState(null);
@@ -513,7 +513,8 @@ function Migration() {
   const st = usePoll(() => get('/api/v1/migration/status').catch((e) => (e.status === 404 ? { unavailable: true } : Promise.reject(e))), fast ? 1000 : 30000, []);
   const s = st.data;
   const running = !!(s && RUNNING.includes(s.status));
-  useEffect(() => { setFast(running); }, [running]);
+  const was = useRef(false);
+  useEffect(() => { setFast(running); if (was.current && !running && onEnd) onEnd(); was.current = running; }, [running]);
   const full = s && !s.unavailable;
   const set = (k) => (e) => setT({ ...t, [k]: e.target.type === 'checkbox' ? e.target.checked : e.target.value });
   const target = () => ({ host: t.host.trim(), port: t.port.trim(), database: t.database.trim(), user: t.user.trim(), password: t.password, ssl: t.ssl });
@@ -545,9 +546,9 @@ function Migration() {
     ${conn && html`<div id="mig-conn" class=${conn.success ? 'ok' : 'error'} role="status">${conn.success ? html`Connection successful · <span class="muted">${conn.version}</span>` : 'Connection failed: ' + (conn.error || conn.message)}</div>`}
     ${s && s.unavailable && html`<p class="muted" id="mig-unavailable">This broker answers the connection test only; starting a migration needs a broker with the migration routes.</p>`}
     ${full && html`<div class="cards"><${Card} k="Migration" v=${s.status} id="mig-status" cls=${s.status === 'error' ? 'bad' : s.status === 'complete' ? 'ok' : running ? 'warn' : ''} />
-      ${s.currentStep && html`<${Card} k="Step" v=${s.currentStep} id="mig-step" />`}
       <${Card} k="Elapsed" v=${fmtDur(s.elapsedSeconds)} id="mig-elapsed" />
       ${s.totalMessages > 0 && html`<${Card} k="Messages copied" v=${fmtNum(s.messages) + ' / ' + fmtNum(s.totalMessages)} id="mig-progress" />`}</div>
+      ${s.currentStep && html`<p id="mig-step"><span class="muted">Step:</span> ${s.currentStep}</p>`}
       ${s.error && html`<div class="error" role="alert" id="mig-error">${s.error}</div>`}`}
     <${Err} error=${st.error} />
     ${valid && (valid.error ? html`<div class="error" role="alert" id="mig-valid">${valid.error}</div>` : html`<div id="mig-valid">
