@@ -455,6 +455,58 @@ func addClientVerbs(root *cobra.Command, getenv func(string) string, stdout io.W
 		root.AddCommand(cmd)
 	}
 
+	// delivery
+	{
+		cmd := &cobra.Command{Use: "delivery", Short: "Webhook delivery targets and a message's attempts", Args: noArgs}
+		var queue string
+		t := newTarget()
+		targets := t.verb("targets", "List the delivery targets", "List the webhook delivery targets, without their secrets.",
+			exactArgs(0), func(ctx context.Context, c *client.Client, _ []string) error {
+				l, err := c.DeliveryTargets(ctx, queue)
+				if err != nil {
+					return err
+				}
+				if t.json() {
+					return t.print(l)
+				}
+				rows := make([][]string, len(l))
+				for i, d := range l {
+					auth, state := "none", "active"
+					if d.Auth != nil {
+						auth = d.Auth.Mode
+					}
+					if d.Paused {
+						state = "paused"
+					}
+					rows[i] = []string{d.ID, d.Queue, d.ConsumerGroup, d.URL, auth, fmt.Sprint(d.Sign), state}
+				}
+				return t.table([]string{"ID", "QUEUE", "GROUP", "URL", "AUTH", "SIGNED", "STATE"}, rows)
+			})
+		targets.Flags().StringVar(&queue, "queue", "", "only this queue's targets")
+		t2 := newTarget()
+		attempts := t2.verb("attempts QUEUE MESSAGE_ID", "Show a message's delivery attempts",
+			"Show the delivery attempts of a message to each target of its queue: status,\nresponse code and latency.",
+			exactArgs(2), func(ctx context.Context, c *client.Client, args []string) error {
+				l, err := c.DeliveryAttempts(ctx, args[0], args[1])
+				if err != nil {
+					return err
+				}
+				if t2.json() {
+					return t2.print(l)
+				}
+				var rows [][]string
+				for _, d := range l {
+					for _, a := range d.Attempts {
+						rows = append(rows, []string{d.Target, d.Outcome, a.At, a.Status, fmt.Sprint(a.Code),
+							fmt.Sprintf("%.1f", a.LatencyMs), a.Error})
+					}
+				}
+				return t2.table([]string{"TARGET", "OUTCOME", "AT", "STATUS", "CODE", "MS", "ERROR"}, rows)
+			})
+		cmd.AddCommand(targets, attempts)
+		root.AddCommand(cmd)
+	}
+
 	// dlq
 	{
 		dlq := &cobra.Command{Use: "dlq", Short: "List, requeue or delete dead letters", Args: noArgs}
