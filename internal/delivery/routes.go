@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	_ "embed"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -125,3 +126,10 @@ func (s *Service) attemptsRoute(w http.ResponseWriter, r *http.Request) error {
 	}{out})
 	return nil
 }
+
+//go:embed openapi.json
+var openapiFragment []byte
+
+// OpenAPI implements httpapi.DocumentedGroup: the routes' fragment of the
+// OpenAPI document.
+func (s *Service) OpenAPI() []byte { return openapiFragment }
