@@ -271,7 +271,7 @@ function QueueTable({ rows, onDelete }) {
 
 function Queues({ me }) {
   const [filter, setFilter] = useState('');
-  const qs_ = usePoll(() => get('/api/v1/resources/queues?limit=1000'), 5000, []);
+  const qs_ = usePoll(() => get('/api/v1/resources/queues?limit=1000'), 10000, []);
   const rows = (qs_.data ? qs_.data.queues : []).filter((q) => !filter || q.name.toLowerCase().includes(filter.toLowerCase()) || (q.namespace || '').includes(filter));
   const del = async (q) => {
     if (await confirmAction(`Delete queue "${q.name}" and every message in it? This cannot be undone.`, 'Delete queue'))
