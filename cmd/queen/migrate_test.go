@@ -70,6 +70,7 @@ func TestMigrateEmbeddedToPostgres(t *testing.T) {
 		items = append(items, storetest.Item("moving", fmt.Sprintf("p%d", i%5), i))
 	}
 	storetest.PushItems(t, st, now, items...)
+	storetest.KVApply(t, st, now, storetest.KVSet("state", "cursor", `{"at":42}`))
 	// The group commits 60 messages, then holds a lease on 10 more.
 	done := map[string]bool{}
 	for range 6 {
@@ -97,7 +98,7 @@ func TestMigrateEmbeddedToPostgres(t *testing.T) {
 		&out, &errOut); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out.String())
 	}
-	for _, line := range []string{"queues 1 1\n", "partitions 5 5\n", "messages 200 200\n", "consumer_groups 1 1\n", "dead_letters 0 0\n"} {
+	for _, line := range []string{"queues 1 1\n", "partitions 5 5\n", "messages 200 200\n", "consumer_groups 1 1\n", "dead_letters 0 0\n", "kv 1 1\n"} {
 		if !strings.Contains(out.String(), line) {
 			t.Fatalf("migrate printed %q, want a line %q", out.String(), line)
 		}

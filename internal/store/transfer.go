@@ -54,6 +54,22 @@ type TransferStore interface {
 	// ImportDeadLetters records dead letters of a partition's messages,
 	// named by transactionId.
 	ImportDeadLetters(ctx context.Context, partitionID string, ds []TransferDeadLetter) error
+
+	// ExportKV returns up to limit key/value rows after (tenant, namespace,
+	// key) after, in that order (byte-wise), expired ones not yet swept
+	// included.
+	ExportKV(ctx context.Context, after TransferKV, limit int) ([]TransferKV, error)
+	// ImportKV writes key/value rows as they were, versions and times kept.
+	ImportKV(ctx context.Context, rows []TransferKV) error
+}
+
+// TransferKV is one key/value row.
+type TransferKV struct {
+	Tenant, Namespace, Key string
+	Value                  []byte
+	Version                int64
+	ExpiresAt              int64 // Unix ms; 0 never
+	CreatedAt, UpdatedAt   int64 // Unix ms
 }
 
 // TransferQueueRef names a queue across tenants.
@@ -112,5 +128,5 @@ type TransferDeadLetter struct {
 
 // TransferCounts are the rows a migration copies.
 type TransferCounts struct {
-	Queues, Partitions, Messages, ConsumerGroups, DeadLetters int64
+	Queues, Partitions, Messages, ConsumerGroups, DeadLetters, KV int64
 }

@@ -14,7 +14,8 @@ import (
 var ErrTargetNotEmpty = errors.New("the target already holds queues")
 
 // Entities are what a copy counts, in the order its report lists them.
-var Entities = []string{"queues", "partitions", "messages", "consumer_groups", "dead_letters"}
+// Key/value state ("kv") comes from a queen-go source only.
+var Entities = []string{"queues", "partitions", "messages", "consumer_groups", "dead_letters", "kv"}
 
 // Count is one entity's rows at the source and at the target.
 type Count struct {
@@ -73,7 +74,7 @@ func CheckEmpty(ctx context.Context, dst store.TransferStore) error {
 
 // counts turns store counts into a Report side.
 func countsOf(c store.TransferCounts) []int64 {
-	return []int64{c.Queues, c.Partitions, c.Messages, c.ConsumerGroups, c.DeadLetters}
+	return []int64{c.Queues, c.Partitions, c.Messages, c.ConsumerGroups, c.DeadLetters, c.KV}
 }
 
 func report(src, dst []int64) Report {
@@ -131,7 +132,28 @@ func CopyEngine(ctx context.Context, src, dst store.TransferStore, o Options) (R
 	if err != nil {
 		return nil, err
 	}
+	if err := copyKV(ctx, src, dst, o.batch()); err != nil {
+		return nil, err
+	}
 	return Validate(ctx, src, dst)
+}
+
+// copyKV copies the key/value rows, versions and expiries kept.
+func copyKV(ctx context.Context, src, dst store.TransferStore, batch int) error {
+	var after store.TransferKV
+	for {
+		rows, err := src.ExportKV(ctx, after, batch)
+		if err != nil {
+			return fmt.Errorf("read key/value state: %w", err)
+		}
+		if err := dst.ImportKV(ctx, rows); err != nil {
+			return fmt.Errorf("write key/value state: %w", err)
+		}
+		if len(rows) < batch {
+			return nil
+		}
+		after = rows[len(rows)-1]
+	}
 }
 
 func copyEngineQueue(ctx context.Context, src, dst store.TransferStore, q store.TransferQueue, batch int, pr *progress) error {
@@ -239,7 +261,7 @@ func CopyQueen(ctx context.Context, r *QueenReader, dst store.TransferStore, o O
 	if err != nil {
 		return nil, fmt.Errorf("count the target: %w", err)
 	}
-	return report([]int64{src.Queues, src.Partitions, src.Messages, groups, src.DeadLetters}, countsOf(d)), nil
+	return report([]int64{src.Queues, src.Partitions, src.Messages, groups, src.DeadLetters, 0}, countsOf(d)), nil
 }
 
 func copyQueenQueue(ctx context.Context, r *QueenReader, dst store.TransferStore, q QueenQueue,

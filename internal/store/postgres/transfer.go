@@ -25,7 +25,8 @@ const (
 		(SELECT count(*) FROM (SELECT queue_id, consumer_group FROM consumer_groups
 			UNION SELECT queue_id, consumer_group FROM lanes) g JOIN queues q ON q.id = g.queue_id),
 		(SELECT count(*) FROM dead_letters d JOIN partitions p ON p.id = d.partition_id
-			JOIN queues q ON q.id = p.queue_id WHERE d.message_seq > p.cleared_offset)`
+			JOIN queues q ON q.id = p.queue_id WHERE d.message_seq > p.cleared_offset),
+		(SELECT count(*) FROM kv)`
 
 	sqlXQueues     = `SELECT tenant, name, namespace, task, options::text, created_at FROM queues ORDER BY tenant, name`
 	sqlXQueueID    = `SELECT id FROM queues WHERE tenant = $1 AND name = $2`
@@ -95,7 +96,7 @@ func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error
 	if err := s.readable(ctx); err != nil {
 		return c, err
 	}
-	err := s.pool.QueryRow(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters)
+	err := s.pool.QueryRow(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters, &c.KV)
 	if err != nil {
 		return c, wrapErr("postgres: count rows", err)
 	}
@@ -398,5 +399,46 @@ func (s *Store) ImportDeadLetters(ctx context.Context, partitionID string, ds []
 			return fmt.Errorf("dead letters of partition %s: %d of %d name a message it holds", partitionID, n, len(ds))
 		}
 		return nil
+	})
+}
+
+const (
+	sqlXKV = `SELECT tenant, namespace, key, value, version, expires_at, created_at, updated_at FROM kv
+		WHERE (tenant, namespace, key) > ($1, $2, $3) ORDER BY tenant, namespace, key LIMIT $4`
+	sqlXKVInsert = `INSERT INTO kv (tenant, namespace, key, value, version, expires_at, created_at, updated_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])`
+)
+
+// ExportKV returns a page of key/value rows.
+func (s *Store) ExportKV(ctx context.Context, after store.TransferKV, limit int) ([]store.TransferKV, error) {
+	rows, err := s.pool.Query(ctx, sqlXKV, after.Tenant, after.Namespace, after.Key, limit)
+	if err != nil {
+		return nil, wrapErr("postgres: export kv", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferKV, error) {
+		var k store.TransferKV
+		err := row.Scan(&k.Tenant, &k.Namespace, &k.Key, &k.Value, &k.Version, &k.ExpiresAt, &k.CreatedAt, &k.UpdatedAt)
+		return k, err
+	})
+	if err != nil {
+		return nil, wrapErr("postgres: export kv", err)
+	}
+	return out, nil
+}
+
+// ImportKV writes key/value rows as they were.
+func (s *Store) ImportKV(ctx context.Context, rows []store.TransferKV) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	n := len(rows)
+	ts, ns, ks, vs := make([]string, n), make([]string, n), make([]string, n), make([][]byte, n)
+	vers, exps, cs, us := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, k := range rows {
+		ts[i], ns[i], ks[i], vs[i], vers[i], exps[i], cs[i], us[i] = k.Tenant, k.Namespace, k.Key, k.Value, k.Version, k.ExpiresAt, k.CreatedAt, k.UpdatedAt
+	}
+	return s.inTx(ctx, "import kv", func(t *txn) error {
+		_, err := t.tx.Exec(t.ctx, sqlXKVInsert, ts, ns, ks, vs, vers, exps, cs, us)
+		return err
 	})
 }

@@ -22,7 +22,8 @@ const (
 		(SELECT count(*) FROM (SELECT queue_id, consumer_group FROM consumer_groups
 			UNION SELECT queue_id, consumer_group FROM lanes) g JOIN queues q ON q.id = g.queue_id),
 		(SELECT count(*) FROM dead_letters d JOIN partitions p ON p.id = d.partition_id
-			JOIN queues q ON q.id = p.queue_id WHERE d.message_seq > p.cleared_offset)`
+			JOIN queues q ON q.id = p.queue_id WHERE d.message_seq > p.cleared_offset),
+		(SELECT count(*) FROM kv)`
 
 	sqlXQueues     = `SELECT tenant, name, namespace, task, options, created_at FROM queues ORDER BY tenant, name`
 	sqlXPartitions = `SELECT p.uuid, p.name, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
@@ -72,7 +73,7 @@ func (s *Store) TransferQueueCount(ctx context.Context) (int64, error) {
 func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error) {
 	var c store.TransferCounts
 	err := s.read(ctx, "count rows", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters)
+		return tx.QueryRowContext(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters, &c.KV)
 	})
 	return c, err
 }
@@ -450,4 +451,50 @@ func msOrZero(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+const (
+	sqlXKV = `SELECT tenant, namespace, key, value, version, expires_at, created_at, updated_at FROM kv
+		WHERE (tenant, namespace, key) > (?, ?, ?) ORDER BY tenant, namespace, key LIMIT ?`
+	sqlXKVInsert = `INSERT INTO kv (tenant, namespace, key, value, version, expires_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// ExportKV returns a page of key/value rows.
+func (s *Store) ExportKV(ctx context.Context, after store.TransferKV, limit int) ([]store.TransferKV, error) {
+	var out []store.TransferKV
+	err := s.read(ctx, "export kv", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, sqlXKV, after.Tenant, after.Namespace, after.Key, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k store.TransferKV
+			var v string
+			if err := rows.Scan(&k.Tenant, &k.Namespace, &k.Key, &v, &k.Version, &k.ExpiresAt, &k.CreatedAt, &k.UpdatedAt); err != nil {
+				return err
+			}
+			k.Value = []byte(v)
+			out = append(out, k)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// ImportKV writes key/value rows as they were.
+func (s *Store) ImportKV(ctx context.Context, rows []store.TransferKV) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return s.run(ctx, durable, func(tx *sql.Tx) error {
+		for _, k := range rows {
+			if _, err := tx.ExecContext(ctx, sqlXKVInsert, k.Tenant, k.Namespace, k.Key, string(k.Value), k.Version,
+				k.ExpiresAt, k.CreatedAt, k.UpdatedAt); err != nil {
+				return fmt.Errorf("insert key %q: %w", k.Key, err)
+			}
+		}
+		return nil
+	})
 }

@@ -191,6 +191,37 @@ func runTransfer(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Fatalf("TransferQueueCount = %d, %v; want 1", n, err)
 		}
 	})
+
+	t.Run("KVRowsKeepTheirVersions", func(t *testing.T) {
+		src, dst := setup(t, newStore), newStore(t)
+		xs, xd := transferStore(t, src), transferStore(t, dst)
+		for i := range 5 {
+			KVApply(t, src, At(time.Duration(i)*time.Second), KVSet("ns", fmt.Sprintf("k%d", i), fmt.Sprintf(`{"v":%d}`, i)))
+		}
+		KVApply(t, src, At(time.Minute), KVSet("ns", "k1", `"again"`))
+		var after store.TransferKV
+		for {
+			rows, err := xs.ExportKV(ctx, after, 2)
+			if err != nil {
+				t.Fatalf("ExportKV: %v", err)
+			}
+			if err := xd.ImportKV(ctx, rows); err != nil {
+				t.Fatalf("ImportKV: %v", err)
+			}
+			if len(rows) < 2 {
+				break
+			}
+			after = rows[len(rows)-1]
+		}
+		e := kvGet(t, dst, At(time.Hour), "ns", "k1")
+		if e == nil || string(e.Value) != `"again"` || e.Version != 2 || !e.UpdatedAt.Equal(At(time.Minute)) {
+			t.Fatalf("imported k1 = %+v, want version 2 of \"again\"", e)
+		}
+		c, err := xd.TransferCounts(ctx)
+		if err != nil || c.KV != 5 {
+			t.Fatalf("TransferCounts = %+v, %v; want 5 keys", c, err)
+		}
+	})
 }
 
 // wantMessages checks popped messages against imported ones, in order.

@@ -119,7 +119,7 @@ func TestMigrationRoutes(t *testing.T) {
 	if code != 200 || m["success"] != true || m["allMatch"] != true {
 		t.Fatalf("validate: %d %v", code, m)
 	}
-	if tables, _ := m["tables"].([]any); len(tables) != 5 {
+	if tables, _ := m["tables"].([]any); len(tables) != 6 {
 		t.Fatalf("validate tables: %v", m["tables"])
 	}
 	code, m = call(t, "POST", base+"/api/v1/migration/start", target)
