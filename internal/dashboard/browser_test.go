@@ -308,6 +308,13 @@ func TestBrowserViews(t *testing.T) {
 		t.Logf("first figures %v after the navigation began; the page's own load: %.0f ms", time.Since(start).Round(time.Millisecond),
 			eval[float64](b, `performance.getEntriesByType('navigation')[0].loadEventEnd`))
 		b.waitText("#ov-partitions", strconv.Itoa(ov.Partitions))
+		var ovm struct {
+			Messages struct{ Pending, Processing, DeadLetter int }
+		}
+		k.do("GET", "/api/v1/resources/overview", nil, &ovm)
+		b.waitText("#ov-pending", strconv.Itoa(ovm.Messages.Pending))
+		b.waitText("#ov-processing", strconv.Itoa(ovm.Messages.Processing))
+		b.waitText("#ov-dlq", strconv.Itoa(ovm.Messages.DeadLetter))
 		b.waitText("#ov-engine", "sqlite")
 		// The chart is full at once: the last hour's minutes from
 		// /api/v1/status, the minute still being counted left out.
@@ -441,6 +448,27 @@ func TestBrowserViews(t *testing.T) {
 	t.Run("groups seek", func(t *testing.T) {
 		b.t = t
 		b.open("/groups", "#groups")
+		// Each group's lag and lagging partitions are the API's.
+		var groups []struct {
+			Name              string `json:"name"`
+			QueueName         string `json:"queueName"`
+			TotalLag          int    `json:"totalLag"`
+			PartitionsWithLag int    `json:"partitionsWithLag"`
+		}
+		k.do("GET", "/api/v1/consumer-groups", nil, &groups)
+		if n := eval[int](b, `document.querySelectorAll('#groups tbody tr').length`); n != len(groups) || n == 0 {
+			t.Fatalf("the groups table has %d rows, the API %d groups", n, len(groups))
+		}
+		for _, g := range groups {
+			row := `[...document.querySelectorAll('#groups tbody tr')].find(r=>r.querySelector('[data-col=name]').textContent===` +
+				strconv.Quote(g.Name) + `&&r.querySelector('[data-col=queueName]').textContent===` + strconv.Quote(g.QueueName) + `)`
+			lag := eval[string](b, row+`.querySelector('[data-col=totalLag]').textContent`)
+			parts := eval[string](b, row+`.querySelector('[data-col=partitionsWithLag]').textContent`)
+			if lag != strconv.Itoa(g.TotalLag) || parts != strconv.Itoa(g.PartitionsWithLag) {
+				t.Errorf("group %s on %s shows lag %s over %s partitions, API %d over %d", g.Name, g.QueueName, lag, parts,
+					g.TotalLag, g.PartitionsWithLag)
+			}
+		}
 		b.screenshot("groups")
 		if got := len(k.pop("replay", "g1").Messages); got != 0 {
 			t.Fatalf("g1 pops %d before the seek, want 0", got)
