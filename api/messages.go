@@ -61,7 +61,8 @@ type MessageDetail struct {
 	Task          *string         `json:"task"`
 	Status        string          `json:"status"`
 	Payload       json.RawMessage `json:"payload"`
-	// IsEncrypted is always false: payloads are answered decrypted.
+	// IsEncrypted is true when the stored payload is sealed (encryption at
+	// rest); Payload is then the sealed form as stored, never its plaintext.
 	IsEncrypted    bool                 `json:"isEncrypted"`
 	TraceID        *string              `json:"traceId"`
 	ProducerSub    *string              `json:"producerSub"`

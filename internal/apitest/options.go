@@ -271,10 +271,11 @@ func (s *suite) testOptions(t *testing.T) {
 		stored := storedPayloads(t, st, q)
 		newOnly, oldOnly := keyring(t, testKeyNew), keyring(t, testKeyOld)
 		last := stored[len(stored)-1]
-		if _, ok := newOnly.Open(last); !ok {
+		ad := crypt.AD(store.DefaultTenant, q)
+		if _, ok := newOnly.OpenFor(last, ad); !ok {
 			t.Fatalf("a push after the rotation is not sealed with the new key: %s", last)
 		}
-		if _, ok := oldOnly.Open(last); ok {
+		if _, ok := oldOnly.OpenFor(last, ad); ok {
 			t.Fatalf("a push after the rotation is sealed with the old key")
 		}
 		if p := after.popOK(t, queuePath(q)); p.ns(t)[0] != 0 {

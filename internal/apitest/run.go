@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"StreamPipelines", s.testStreamPipelines}, // streamspipe.go
 		{"BadInput", s.testBadInput},
 		{"Options", s.testOptions}, // options.go
+		{"Sealing", s.testSealing}, // sealing.go
 		{"Auth", s.testAuth},
 		{"Security", s.testSecurity},         // security.go
 		{"KV", s.testKV},                     // kv.go

@@ -15,9 +15,20 @@ import (
 // Encryption at rest (queue option encryptionEnabled, package crypt). The
 // broker seals a payload before it reaches the store or the disk spool and
 // opens it after a pop reads it; the engines store the sealed shape like any
-// other payload. Which queues seal is read from the store and kept for
-// sealFresh (a configure made through this broker applies at once; one made
-// through another broker within sealFresh).
+// other payload, with the seal it carries (store.Seal) beside it. Which
+// queues seal is read from the store and kept for sealFresh (a configure
+// made through this broker applies at once; one made through another broker
+// within sealFresh).
+//
+// What is opened. A pop opens a payload only by its recorded seal, never by
+// its shape: a client's payload is SealNone whatever it looks like, so a
+// sealed blob copied from anywhere (the messages route, a backup) and pushed
+// again pops as the opaque JSON it is; on a queue that seals it is sealed
+// once more, as any payload. What this broker seals binds the tenant and the
+// queue (SealBound, crypt.AD), so a row copied into another queue does not
+// open there either. Rows imported from Queen keep Queen's unbound seal
+// (SealQueen) and open on the queue that holds them. Old keys of the
+// keyring open both, so rotating the key keeps every row readable.
 //
 // Plaintext and the spool: a push that has to be spooled (the database is
 // down, or push maintenance) is sealed first when this broker knows that its
@@ -116,28 +127,25 @@ func (b *Broker) sealFlags(ctx context.Context, items []store.PushItem) (map[str
 	return flags, nil
 }
 
-// sealed reports whether payload is already sealed under one of our keys
-// (a spooled push sealed before it was spooled).
-func (b *Broker) sealed(payload []byte) bool {
-	if b.keys == nil || !crypt.Sealed(payload) {
-		return false
-	}
-	_, ok := b.keys.Open(payload)
-	return ok
-}
-
 // seal seals, in place, the payloads of items whose queue seals according
-// to flags, and returns a failed verdict for each item it cannot seal
-// (nil when there is none).
+// to flags (binding tenant and queue, and marking them SealBound), and
+// returns a failed verdict for each item it cannot seal (nil when there is
+// none). An item sealed already (a spooled push sealed before it was
+// spooled) is left as it is; one spooled by a build that did not record
+// seals (store.SealUnknown) is resolved first (resolveUnknown).
 func (b *Broker) seal(items []store.PushItem, flags map[string]bool) ([]*store.PushResult, error) {
 	var refused []*store.PushResult
-	if !anyOn(flags) {
-		return nil, nil // no queue of the batch encrypts: the usual case
-	}
+	on := anyOn(flags)
 	var keys queueKeys
 	for i := range items {
 		it := &items[i]
-		if !flags[keys.of(store.TenantOrDefault(it.Tenant), it.Queue)] || b.sealed(it.Payload) {
+		if it.Sealed == store.SealUnknown {
+			b.resolveUnknown(it, on && flags[keys.of(store.TenantOrDefault(it.Tenant), it.Queue)])
+		}
+		if !on {
+			continue // no queue of the batch encrypts: the usual case
+		}
+		if it.Sealed != store.SealNone || !flags[keys.of(store.TenantOrDefault(it.Tenant), it.Queue)] {
 			continue
 		}
 		if b.keys == nil {
@@ -147,13 +155,27 @@ func (b *Broker) seal(items []store.PushItem, flags map[string]bool) ([]*store.P
 			refused[i] = &store.PushResult{Status: store.PushFailed, Error: errNoKey(it.Queue)}
 			continue
 		}
-		p, err := b.keys.Seal(it.Payload)
+		p, err := b.keys.SealFor(it.Payload, crypt.AD(store.TenantOrDefault(it.Tenant), it.Queue))
 		if err != nil {
 			return nil, err
 		}
-		it.Payload = p
+		it.Payload, it.Sealed = p, store.SealBound
 	}
 	return refused, nil
+}
+
+// resolveUnknown decides the seal of an item spooled by a build that did
+// not record seals, which sealed without binding before spooling for a
+// queue it knew to seal: on a queue that seals, a payload our keys open
+// unbound is such a seal (SealQueen, opened on this queue only); anything
+// else is the client's payload (SealNone), sealed now if the queue seals.
+func (b *Broker) resolveUnknown(it *store.PushItem, queueSeals bool) {
+	it.Sealed = store.SealNone
+	if queueSeals && b.keys != nil && crypt.Sealed(it.Payload) {
+		if _, ok := b.keys.Open(it.Payload); ok {
+			it.Sealed = store.SealQueen
+		}
+	}
 }
 
 func anyOn(flags map[string]bool) bool {
@@ -244,18 +266,35 @@ func (b *Broker) sealTx(ctx context.Context, ops []store.TxOp) (string, error) {
 	return "", nil
 }
 
-// openPayloads replaces sealed payloads of popped messages by what they
-// seal. A payload no key opens is left as stored.
-func (b *Broker) openPayloads(msgs []store.Message) {
+// openPayloads replaces the payloads of popped messages of tenant that the
+// broker sealed (by their recorded seal, never their shape) by what they
+// seal: a bound seal with the tenant and the message's queue, Queen's with
+// nothing. A payload no key opens is left as stored, and so is every
+// client payload.
+func (b *Broker) openPayloads(tenant string, msgs []store.Message) {
 	if b.keys == nil {
 		return
 	}
+	tenant = store.TenantOrDefault(tenant)
+	var ad []byte
+	var adQueue string
 	for i := range msgs {
-		if !crypt.Sealed(msgs[i].Payload) {
+		m := &msgs[i]
+		var p []byte
+		var ok bool
+		switch m.Sealed {
+		case store.SealBound:
+			if ad == nil || m.Queue != adQueue {
+				ad, adQueue = crypt.AD(tenant, m.Queue), m.Queue
+			}
+			p, ok = b.keys.OpenFor(m.Payload, ad)
+		case store.SealQueen:
+			p, ok = b.keys.Open(m.Payload)
+		default:
 			continue
 		}
-		if p, ok := b.keys.Open(msgs[i].Payload); ok {
-			msgs[i].Payload = p
+		if ok {
+			m.Payload = p
 		}
 	}
 }

@@ -248,7 +248,7 @@ func (pp *Parked) look(ctx context.Context) (res *PopResponse, sleep bool, err e
 			b.hub.deadline(pp.key, p.ConsumerGroup, got.LeaseExpiresAt)
 		}
 		pp.pass = woke == wokenByDeadline
-		b.openPayloads(got.Messages) // encryption at rest (encrypt.go)
+		b.openPayloads(p.Tenant, got.Messages) // encryption at rest (encrypt.go)
 		b.metrics.Popped(p.Tenant, got.Messages, p.Now)
 		return &PopResponse{ConsumerGroup: p.ConsumerGroup, LeaseID: p.LeaseID, Messages: got.Messages}, false, nil
 	}

@@ -96,6 +96,7 @@ func prepare(items []store.PushItem, tenant, subject string, keepIDs bool) {
 	for i := range items {
 		it := &items[i]
 		it.Tenant, it.ProducerSub = tenant, subject
+		it.Sealed = store.SealNone // a client's payload, whatever its shape (encrypt.go)
 		if it.Partition == "" {
 			it.Partition = store.DefaultPartition
 		}

@@ -17,6 +17,13 @@
 // broker seals on push, before the store (and before the disk spool), and
 // opens on pop, after the store; neither the HTTP layer nor the storage
 // engines see keys.
+//
+// Bound seals. Queen's seal binds nothing: a sealed blob opens wherever it
+// is presented. What this broker seals for a queue now carries associated
+// data naming the tenant and the queue (SealFor, OpenFor, AD), so that a
+// blob copied into another queue, or another tenant's, does not open there.
+// The stored shape is the same; which seal a stored payload carries is not
+// read from its shape but recorded beside it (the messages' sealed column).
 package crypt
 
 import (
@@ -25,6 +32,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -101,13 +109,34 @@ type sealed struct {
 }
 
 // Seal encrypts a payload (its JSON text) with the current key and returns
-// the stored shape.
-func (k *Keyring) Seal(payload []byte) ([]byte, error) {
+// the stored shape, binding nothing, as Queen seals.
+func (k *Keyring) Seal(payload []byte) ([]byte, error) { return k.SealFor(payload, nil) }
+
+// adPrefix starts every associated data of AD: it names the purpose and its
+// version, so that a seal made for messages can never be taken for another.
+const adPrefix = "queen-go/message/v2\x00"
+
+// AD is the associated data binding a message's seal to the tenant and the
+// queue it was sealed for: a blob sealed with it opens only with the same
+// tenant and queue name. The names are length-prefixed, so no two pairs give
+// the same bytes.
+func AD(tenant, queue string) []byte {
+	ad := make([]byte, 0, len(adPrefix)+2*binary.MaxVarintLen64+len(tenant)+len(queue))
+	ad = append(ad, adPrefix...)
+	ad = binary.AppendUvarint(ad, uint64(len(tenant)))
+	ad = append(ad, tenant...)
+	ad = binary.AppendUvarint(ad, uint64(len(queue)))
+	return append(ad, queue...)
+}
+
+// SealFor seals payload as Seal does, binding ad (see AD): only OpenFor with
+// the same ad opens it.
+func (k *Keyring) SealFor(payload, ad []byte) ([]byte, error) {
 	iv := make([]byte, ivSize)
 	if _, err := rand.Read(iv); err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
-	out := k.keys[0].queen.Seal(nil, iv[:k.keys[0].queen.NonceSize()], payload, nil) // ciphertext, then the tag
+	out := k.keys[0].queen.Seal(nil, iv[:k.keys[0].queen.NonceSize()], payload, ad) // ciphertext, then the tag
 	ct, tag := out[:len(out)-tagSize], out[len(out)-tagSize:]
 	return json.Marshal(sealed{
 		Encrypted: base64.StdEncoding.EncodeToString(ct),
@@ -119,8 +148,14 @@ func (k *Keyring) Seal(payload []byte) ([]byte, error) {
 // Open returns the payload sealed in stored, trying every key of the
 // keyring. It reports false when stored is not the stored shape (exactly the
 // three keys, as Queen decides) or when no key opens it; the caller then
-// keeps stored as it is.
-func (k *Keyring) Open(stored []byte) ([]byte, bool) {
+// keeps stored as it is. It opens only what binds nothing (Queen's seal,
+// Seal): a bound seal needs OpenFor.
+func (k *Keyring) Open(stored []byte) ([]byte, bool) { return k.OpenFor(stored, nil) }
+
+// OpenFor opens what SealFor sealed with ad, trying every key of the
+// keyring; a nil ad opens what binds nothing, as Open. It reports false as
+// Open does, and when ad is not the one sealed with.
+func (k *Keyring) OpenFor(stored, ad []byte) ([]byte, bool) {
 	if !Sealed(stored) {
 		return nil, false
 	}
@@ -136,8 +171,12 @@ func (k *Keyring) Open(stored []byte) ([]byte, bool) {
 	}
 	box := append(ct, tag...)
 	for _, a := range k.keys {
-		if plain, err := a.queen.Open(nil, iv[:a.queen.NonceSize()], box, nil); err == nil {
+		if plain, err := a.queen.Open(nil, iv[:a.queen.NonceSize()], box, ad); err == nil {
 			return plain, true
+		}
+		// The full 16-byte nonce only ever sealed unbound (earlier builds).
+		if ad != nil {
+			continue
 		}
 		if plain, err := a.full.Open(nil, iv, box, nil); err == nil {
 			return plain, true

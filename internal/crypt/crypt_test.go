@@ -134,3 +134,53 @@ func BenchmarkSealOpen(b *testing.B) {
 		}
 	})
 }
+
+// A bound seal opens only with the tenant and queue it was sealed for,
+// never unbound, and keeps opening after the key is rotated.
+func TestBoundSeal(t *testing.T) {
+	const old, cur = "4aa9885901e44cf04de64da380218e778dba8877630e3d2634b39b980531dd53",
+		"1111111111111111111111111111111111111111111111111111111111111111"
+	k, _ := New(old)
+	ad := AD("tenant-a", "orders")
+	stored, err := k.SealFor([]byte(`{"secret":1}`), ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Sealed(stored) {
+		t.Fatalf("a bound seal is not the stored shape: %s", stored)
+	}
+	if plain, ok := k.OpenFor(stored, ad); !ok || string(plain) != `{"secret":1}` {
+		t.Fatalf("OpenFor with its own ad: %q %v", plain, ok)
+	}
+	for name, other := range map[string][]byte{
+		"another tenant": AD("tenant-b", "orders"), "another queue": AD("tenant-a", "orders2"),
+		"nothing": nil, "the names run together": AD("tenant-ao", "rders"),
+	} {
+		if _, ok := k.OpenFor(stored, other); ok {
+			t.Errorf("a seal bound to tenant-a/orders opened with %s", name)
+		}
+	}
+	if _, ok := k.Open(stored); ok {
+		t.Error("Open (unbound) opened a bound seal")
+	}
+	rotated, _ := New(cur, old)
+	if plain, ok := rotated.OpenFor(stored, ad); !ok || string(plain) != `{"secret":1}` {
+		t.Fatalf("after rotation the old key no longer opens: %q %v", plain, ok)
+	}
+	// An unbound seal does not open as a bound one either.
+	unbound, _ := k.Seal([]byte(`{"secret":1}`))
+	if _, ok := k.OpenFor(unbound, ad); ok {
+		t.Error("OpenFor opened an unbound seal")
+	}
+}
+
+func TestADIsInjective(t *testing.T) {
+	seen := map[string]string{}
+	for _, p := range [][2]string{{"a", "bc"}, {"ab", "c"}, {"", "abc"}, {"abc", ""}, {"a\x00", "b"}, {"a", "\x00b"}} {
+		k := string(AD(p[0], p[1]))
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("AD(%q, %q) equals AD of %s", p[0], p[1], prev)
+		}
+		seen[k] = p[0] + "/" + p[1]
+	}
+}

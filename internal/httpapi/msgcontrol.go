@@ -175,7 +175,8 @@ func (g *messageControlRoutes) getMessage(w http.ResponseWriter, r *http.Request
 	out := api.MessageDetail{
 		ID: d.ID, TransactionID: d.TransactionID, PartitionID: d.PartitionID, QueuePath: d.Queue + "/" + d.Partition,
 		Queue: d.Queue, Partition: d.Partition, Namespace: nullable(d.Namespace), Task: nullable(d.Task),
-		Status: string(d.Status), Payload: rawJSON(d.Payload), TraceID: nullable(d.TraceID),
+		Status: string(d.Status), Payload: rawJSON(d.Payload), IsEncrypted: d.Sealed.Encrypted(),
+		TraceID:     nullable(d.TraceID),
 		ProducerSub: nullable(d.ProducerSub), CreatedAt: api.TimeOf(d.CreatedAt), ErrorMessage: nullable(d.ErrorMessage),
 		RetryCount: d.RetryCount, LeaseExpiresAt: timeRef(d.LeaseExpiresAt),
 		QueueConfig: api.MessageQueueConfig{LeaseTime: d.Options.LeaseTime, RetryLimit: d.Options.RetryLimit,

@@ -26,7 +26,7 @@ type deadLetter struct {
 	Reason string `json:"reason"`
 	// Segment is the file the record came from, to find it in backups.
 	Segment string `json:"segment"`
-	// Item is the record in the version 2 format, whatever version it was
+	// Item is the record in the version 3 format, whatever version it was
 	// spooled in, so tools need to read one format only.
 	Item json.RawMessage `json:"item,omitempty"`
 	// Raw holds the bytes of a record that could not be decoded, instead

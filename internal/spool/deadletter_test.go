@@ -103,7 +103,7 @@ func TestRefusedItemIsDeadLetteredAndReplayGoesOn(t *testing.T) {
 	if l.Reason != "queue q was deleted" || l.Time.Before(before) || l.Time.After(time.Now().Add(time.Second)) || l.Segment == "" {
 		t.Fatalf("dead letter = %+v", l)
 	}
-	if l.Item == nil || l.Item.V != 2 || l.Item.TransactionID != "4" || l.Item.MessageID != "m4" || l.Item.Queue != "q" ||
+	if l.Item == nil || l.Item.V != 3 || l.Item.TransactionID != "4" || l.Item.MessageID != "m4" || l.Item.Queue != "q" ||
 		l.Item.Partition != "p" || l.Item.Tenant != store.DefaultTenant || string(l.Item.Payload) != `{"n":4}` {
 		t.Fatalf("dead-lettered item = %+v", l.Item)
 	}
@@ -228,7 +228,7 @@ func TestDamagedRecordIsDeadLettered(t *testing.T) {
 // error instead of being replayed wrongly or set aside.
 func TestOpenRefusesUnknownVersion(t *testing.T) {
 	dir := t.TempDir()
-	rec := []byte(`{"v":3,"queue":"q","payload":{}}`)
+	rec := []byte(`{"v":4,"queue":"q","payload":{}}`)
 	seg := binary.BigEndian.AppendUint32(nil, uint32(len(rec)))
 	if err := os.WriteFile(filepath.Join(dir, fixtureSegment), append(seg, rec...), 0o640); err != nil {
 		t.Fatal(err)

@@ -23,20 +23,25 @@
 // so that renaming a Go field cannot break replaying a spool written by an
 // earlier build, and it is versioned:
 //
-//   - Version 2 (written now): "v":2 and the keys tenant, queue, partition,
-//     messageId, transactionId, traceId, producerSub, namespace, task and
-//     payload, the payload being the message's raw JSON, byte for byte.
+//   - Version 3 (written now): "v":3 and the keys tenant, queue, partition,
+//     messageId, transactionId, traceId, producerSub, namespace, task,
+//     sealed (the item's store.Seal: 0 as the client gave it, 2 sealed by
+//     the broker for its queue before it was spooled) and payload, the
+//     payload being the message's raw JSON, byte for byte.
+//   - Version 2 (read only): version 3 without "sealed". Such items come
+//     back as store.SealUnknown, which the broker resolves at replay (a
+//     build of the time sealed without binding and recorded nothing).
 //   - Version 1 (read only): no "v" key; encoding/json applied to the
 //     PushItem of the time, so Go field names as keys (MessageID,
 //     Namespace, Partition, Payload, ProducerSub, Queue, Task, TraceID,
 //     TransactionID, and Tenant in the last builds before version 2) and
 //     the payload in base64. Without Tenant it belongs to
-//     store.DefaultTenant.
+//     store.DefaultTenant. Its items are store.SealUnknown too.
 //
 // A record of a newer version stops Open (and Replay) with
 // ErrUnknownVersion: only a newer broker can replay it. testdata holds a
-// segment of each version; tests replay both and check that Append still
-// writes the version 2 one byte for byte.
+// segment of each version; tests replay them all and check that Append still
+// writes the version 3 one byte for byte.
 //
 // # Dead letters
 //
@@ -45,7 +50,7 @@
 // forever. Replay appends it to dead-letter.jsonl in the spool directory,
 // fsynced, and goes on. Each line is a JSON object: time (RFC 3339, UTC),
 // reason, segment (the file it came from) and item (the record in the
-// version 2 format, whatever version it was spooled in). A record that
+// version 3 format, whatever version it was spooled in). A record that
 // cannot be decoded at all is set aside the same way, with its bytes in
 // raw (base64) instead of item. DeadLettered counts the lines, across
 // restarts. A crash in mid-segment replays the items set aside before it

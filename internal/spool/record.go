@@ -11,7 +11,7 @@ import (
 
 // recordVersion is the version Append writes. Readers accept every older
 // version, so a spool written before an upgrade replays after it.
-const recordVersion = 2
+const recordVersion = 3
 
 // ErrUnknownVersion is returned (wrapped) for a record written in a format
 // newer than this build understands: it was written by a newer broker, and
@@ -19,9 +19,10 @@ const recordVersion = 2
 // record is not bad, only ahead of us.
 var ErrUnknownVersion = errors.New("spool record version unknown to this build")
 
-// recordHead is a version 2 record without its payload. Its keys are fixed
-// here, not derived from store.PushItem, so that renaming a Go field cannot
-// change the disk format. Field order is the key order on disk.
+// recordHead is a version 3 record without its payload (version 2 had no
+// "sealed"). Its keys are fixed here, not derived from store.PushItem, so
+// that renaming a Go field cannot change the disk format. Field order is
+// the key order on disk.
 type recordHead struct {
 	V             int    `json:"v"`
 	Tenant        string `json:"tenant"`
@@ -33,9 +34,12 @@ type recordHead struct {
 	ProducerSub   string `json:"producerSub"`
 	Namespace     string `json:"namespace"`
 	Task          string `json:"task"`
+	// Sealed is the item's store.Seal: how its payload was sealed before it
+	// was spooled (version 3).
+	Sealed int `json:"sealed"`
 }
 
-// recordV2 is a whole version 2 record as read back.
+// recordV2 is a whole version 2 or 3 record as read back.
 type recordV2 struct {
 	recordHead
 	Payload json.RawMessage `json:"payload"`
@@ -58,7 +62,7 @@ type recordV1 struct {
 	TransactionID string
 }
 
-// appendRecord appends one framed version 2 record: a 4-byte big-endian
+// appendRecord appends one framed version 3 record: a 4-byte big-endian
 // length, then the JSON. The payload is spliced in as is rather than passed
 // through encoding/json, which would re-validate it and escape <, > and &:
 // payloads arrive validated and compacted, and pop copies them out as
@@ -81,6 +85,7 @@ func appendRecord(dst []byte, it *store.PushItem) ([]byte, error) {
 		ProducerSub:   it.ProducerSub,
 		Namespace:     it.Namespace,
 		Task:          it.Task,
+		Sealed:        int(it.Sealed),
 	})
 	if err != nil {
 		return dst, err
@@ -98,7 +103,7 @@ func appendRecord(dst []byte, it *store.PushItem) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// encodeRecord returns the version 2 JSON of it, without framing.
+// encodeRecord returns the version 3 JSON of it, without framing.
 func encodeRecord(it *store.PushItem) ([]byte, error) {
 	rec, err := appendRecord(nil, it)
 	if err != nil {
@@ -121,8 +126,20 @@ func decodeRecord(rec []byte) (store.PushItem, error) {
 	switch r.V {
 	case 0: // no "v" key
 		return decodeV1(rec)
-	case 2:
+	case 2, 3:
+		sealed := store.SealUnknown // version 2 did not record it
+		if r.V == 3 {
+			switch s := store.Seal(r.Sealed); {
+			case r.Sealed < 0 || r.Sealed > 255:
+				return store.PushItem{}, fmt.Errorf("decode: sealed %d out of range", r.Sealed)
+			case s == store.SealNone, s == store.SealQueen, s == store.SealBound:
+				sealed = s
+			default:
+				return store.PushItem{}, fmt.Errorf("decode: unknown seal %d", r.Sealed)
+			}
+		}
 		return store.PushItem{
+			Sealed:        sealed,
 			MessageID:     r.MessageID,
 			Namespace:     r.Namespace,
 			Partition:     r.Partition,
@@ -151,6 +168,7 @@ func decodeV1(rec []byte) (store.PushItem, error) {
 		return store.PushItem{}, errors.New("decode version 1: payload is not valid JSON")
 	}
 	return store.PushItem{
+		Sealed:        store.SealUnknown, // not recorded before version 3
 		MessageID:     r.MessageID,
 		Namespace:     r.Namespace,
 		Partition:     r.Partition,

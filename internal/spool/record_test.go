@@ -12,7 +12,7 @@ import (
 	"github.com/queen-go/queen/internal/store"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v2 from the current writer")
+var update = flag.Bool("update", false, "rewrite testdata/v3 from the current writer")
 
 const fixtureSegment = "00000000000000000001-000001.spool"
 
@@ -63,17 +63,17 @@ func TestReplayV1Fixture(t *testing.T) {
 		{
 			MessageID: "0192f0a0-0000-7000-8000-000000000001", Namespace: "orders", Partition: "acct-1",
 			Payload: []byte(`{"n":1}`), Queue: "orders", Tenant: store.DefaultTenant, TraceID: "trace-1",
-			TransactionID: "tx-1",
+			TransactionID: "tx-1", Sealed: store.SealUnknown,
 		},
 		{
 			MessageID: "0192f0a0-0000-7000-8000-000000000002", Namespace: "orders", Partition: "acct-1",
 			Payload: []byte(`"two"`), ProducerSub: "alice", Queue: "orders", Tenant: store.DefaultTenant,
-			TransactionID: "tx-2",
+			TransactionID: "tx-2", Sealed: store.SealUnknown,
 		},
 		{
 			MessageID: "0192f0a0-0000-7000-8000-000000000003", Namespace: "billing", Partition: "Default",
 			Payload: []byte(`null`), Queue: "billing.invoices.eu", Task: "invoices", Tenant: store.DefaultTenant,
-			TransactionID: "tx-3",
+			TransactionID: "tx-3", Sealed: store.SealUnknown,
 		},
 	})
 }
@@ -99,16 +99,26 @@ func v2Items() []store.PushItem {
 	}
 }
 
-// TestV2FixtureMatchesWriter fails when Append no longer writes exactly the
-// committed version 2 bytes: a format change must come with a new version
-// (and a fixture of its own), not alter version 2 in place. Run with
+// v3Items are the items of testdata/v3: those of version 2 with their
+// seals, one of them sealed by the broker.
+func v3Items() []store.PushItem {
+	items := v2Items()
+	items[0].Sealed = store.SealBound
+	items[0].Payload = []byte(`{"encrypted":"AAAA","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`)
+	items[1].Sealed = store.SealNone
+	return items
+}
+
+// TestV3FixtureMatchesWriter fails when Append no longer writes exactly the
+// committed version 3 bytes: a format change must come with a new version
+// (and a fixture of its own), not alter version 3 in place. Run with
 // -update only when creating the fixture.
-func TestV2FixtureMatchesWriter(t *testing.T) {
+func TestV3FixtureMatchesWriter(t *testing.T) {
 	s, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(v2Items()); err != nil {
+	if err := s.Append(v3Items()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(s.cur.Name())
@@ -116,7 +126,7 @@ func TestV2FixtureMatchesWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	name := filepath.Join("testdata", "v2", fixtureSegment)
+	name := filepath.Join("testdata", "v3", fixtureSegment)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
 			t.Fatal(err)
@@ -130,15 +140,38 @@ func TestV2FixtureMatchesWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("Append wrote\n%q\nthe version 2 fixture holds\n%q", got, want)
+		t.Fatalf("Append wrote\n%q\nthe version 3 fixture holds\n%q", got, want)
 	}
 }
 
+// TestReplayV2Fixture: version 2 did not record seals, so its items come
+// back as SealUnknown for the broker to resolve.
 func TestReplayV2Fixture(t *testing.T) {
 	s := openFixture(t, "v2")
 	want := v2Items()
 	want[2].Tenant = store.DefaultTenant // written explicitly in its place
+	for i := range want {
+		want[i].Sealed = store.SealUnknown
+	}
 	checkItems(t, collect(t, s, 10), want)
+}
+
+func TestReplayV3Fixture(t *testing.T) {
+	s := openFixture(t, "v3")
+	want := v3Items()
+	want[2].Tenant = store.DefaultTenant // written explicitly in its place
+	checkItems(t, collect(t, s, 10), want)
+}
+
+// TestDecodeV3RefusesUnknownSeal: a seal this build does not know is a
+// damaged record, never an item stored with a guessed seal.
+func TestDecodeV3RefusesUnknownSeal(t *testing.T) {
+	for _, sealed := range []string{"3", "255", "-1", "1000"} {
+		if _, err := decodeRecord([]byte(`{"v":3,"queue":"q","sealed":` + sealed + `,"payload":{}}`)); err == nil ||
+			errors.Is(err, ErrUnknownVersion) {
+			t.Errorf("sealed %s: err = %v, want a decode error", sealed, err)
+		}
+	}
 }
 
 // TestDecodeV1WithTenant covers records written by builds that had the
@@ -154,7 +187,7 @@ func TestDecodeV1WithTenant(t *testing.T) {
 }
 
 func TestDecodeUnknownVersion(t *testing.T) {
-	_, err := decodeRecord([]byte(`{"v":3,"queue":"q","payload":{}}`))
+	_, err := decodeRecord([]byte(`{"v":4,"queue":"q","payload":{}}`))
 	if !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("err = %v, want ErrUnknownVersion", err)
 	}

@@ -66,6 +66,7 @@ type Message struct {
 	Payload       []byte
 	ProducerSub   string
 	Queue         string
+	Sealed        Seal // how Payload is stored; the broker opens it
 	TraceID       string
 	TransactionID string
 }

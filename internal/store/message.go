@@ -17,15 +17,47 @@ type MessageStore interface {
 	MessagePushMany(ctx context.Context, p *MessagePushManyParams) ([]PushResult, error)
 }
 
+// Seal is how a stored payload is sealed (encryption at rest, package
+// crypt): the messages' sealed column, kept with the payload wherever a
+// message is copied. The broker opens a payload only by what this says,
+// never by its shape.
+type Seal uint8
+
+// Seals.
+const (
+	// SealNone: the payload as the client gave it, never opened, whatever
+	// its shape.
+	SealNone Seal = 0
+	// SealQueen: Queen's seal, which binds nothing (rows imported from a
+	// Queen database that has is_encrypted). Opened with no associated data,
+	// on the queue holding the row.
+	SealQueen Seal = 1
+	// SealBound: sealed by this broker with associated data naming the
+	// tenant and the queue (crypt.AD); it opens on that queue only.
+	SealBound Seal = 2
+	// SealUnknown is never stored: the spool gives it to records written by
+	// builds that did not record seals, and the broker resolves it before
+	// the store sees the item.
+	SealUnknown Seal = 255
+)
+
+// Encrypted reports whether the payload is sealed (what the API calls
+// isEncrypted).
+func (s Seal) Encrypted() bool { return s != SealNone }
+
 // PushItem is one message to store. MessageID and TransactionID are always
 // set by the broker.
 type PushItem struct {
-	MessageID     string
-	Namespace     string // used only when this push creates the queue
-	Partition     string
-	Payload       []byte // raw JSON
-	ProducerSub   string // "" means none
-	Queue         string
+	MessageID   string
+	Namespace   string // used only when this push creates the queue
+	Partition   string
+	Payload     []byte // raw JSON
+	ProducerSub string // "" means none
+	Queue       string
+	// Sealed says how Payload is sealed (encryption at rest); the store
+	// keeps it beside the payload and gives it back with the message. Only
+	// the broker sets it: a client's payload is always SealNone.
+	Sealed        Seal
 	Task          string // used only when this push creates the queue
 	Tenant        string // owner of Queue
 	TraceID       string // "" means none

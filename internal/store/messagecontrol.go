@@ -163,7 +163,8 @@ type MessageDetail struct {
 	Groups       []GroupStanding
 	HasQueueMode bool
 	Options      QueueOptions // its queue's
-	Payload      []byte
+	Payload      []byte       // as stored: sealed when Sealed says so
+	Sealed       Seal
 	// RetryCount is the retry count of its newest dead letter; without one,
 	// the most failed attempts any group has made at it so far.
 	RetryCount int

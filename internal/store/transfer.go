@@ -102,6 +102,7 @@ type TransferMessage struct {
 	TraceID       string // "" for none
 	ProducerSub   string // "" for none
 	Payload       []byte // the stored JSON text (sealed when the queue encrypts)
+	Sealed        Seal   // how Payload is sealed, copied with it
 	CreatedAt     time.Time
 }
 

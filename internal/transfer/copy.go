@@ -309,7 +309,7 @@ func copyQueenQueue(ctx context.Context, r *QueenReader, dst store.TransferStore
 			batch = batch[:0]
 			for _, m := range ms {
 				batch = append(batch, store.TransferMessage{ID: m.ID, TransactionID: m.TransactionID, TraceID: m.TraceID,
-					ProducerSub: m.ProducerSub, Payload: m.Payload, CreatedAt: m.CreatedAt})
+					ProducerSub: m.ProducerSub, Payload: m.Payload, Sealed: m.Seal(), CreatedAt: m.CreatedAt})
 			}
 			for _, g := range order {
 				pos, ok := positions[g][p.ID]

@@ -34,6 +34,7 @@ type Pick struct {
 	// The message's own.
 	TransactionID, TraceID, ProducerSub string
 	Payload                             []byte
+	Sealed                              store.Seal // how Payload is sealed, kept by the requeue
 }
 
 // Requeue is what a requeue needs of an engine inside its transaction; P
@@ -92,7 +93,7 @@ func RequeueIn[P any](e Requeue[P], p *store.DLQRequeueParams) (*store.DLQRequeu
 		m := e.Pick(pk)
 		items[i] = store.PushItem{MessageID: uuid.Must(uuid.NewV7()).String(), Partition: m.Partition,
 			Payload: m.Payload, ProducerSub: m.ProducerSub, Queue: m.Queue, Tenant: tenant, TraceID: m.TraceID,
-			TransactionID: txns[i]}
+			TransactionID: txns[i], Sealed: m.Sealed} // the same queue: its seal still opens
 	}
 	res, err := e.Push(items, p.Now)
 	if err != nil {

@@ -73,7 +73,7 @@ const (
 	// ack resolution once did), or hash the refs against a scan of
 	// partitions.
 	sqlDLQMessagesByRef = `SELECT a.ord, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
-			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.sealed
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS a(partition_uuid, transaction_id, ord)
 		CROSS JOIN LATERAL (SELECT * FROM partitions p WHERE p.uuid = a.partition_uuid OFFSET 0) p
 		JOIN queues q ON q.id = p.queue_id AND q.tenant = $3
@@ -84,7 +84,7 @@ const (
 	// primary key (LATERAL, as above: as joins, the planner hashed the
 	// offsets against a scan of partitions and walked each partition).
 	sqlDLQMessagesAt = `SELECT 0::bigint, p.id, p.uuid, p.name, q.name, m.seq, m.id, m.transaction_id,
-			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.sealed
 		FROM unnest($1::bigint[], $2::bigint[]) AS a(partition_id, seq)
 		CROSS JOIN LATERAL (SELECT * FROM partitions p WHERE p.id = a.partition_id OFFSET 0) p
 		JOIN queues q ON q.id = p.queue_id
@@ -191,7 +191,7 @@ func scanPicks(rows pgx.Rows) (map[int64]*dlqsql.Pick, []*dlqsql.Pick, error) {
 	var ord int64
 	var pk dlqsql.Pick
 	_, err := pgx.ForEachRow(rows, []any{&ord, &pk.Key, &pk.PartitionID, &pk.Partition, &pk.Queue, &pk.Seq,
-		new(string), &pk.TransactionID, &pk.TraceID, &pk.ProducerSub, &pk.Payload}, func() error {
+		new(string), &pk.TransactionID, &pk.TraceID, &pk.ProducerSub, &pk.Payload, &pk.Sealed}, func() error {
 		c := pk
 		byOrd[ord] = &c
 		all = append(all, &c)

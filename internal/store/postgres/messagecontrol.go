@@ -24,7 +24,7 @@ const (
 	// even while their rows wait to be freed.
 	sqlCtlMessage = `SELECT p.id, p.uuid, p.name, p.last_offset, q.name, q.namespace, q.task, q.priority, q.options,
 			m.seq, m.id, m.transaction_id, COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload,
-			m.created_at
+			m.created_at, m.sealed
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		JOIN messages m ON m.partition_id = p.id AND m.transaction_id = $3 AND m.seq > p.cleared_offset
 		WHERE p.uuid = $1 AND q.tenant = $2`
@@ -124,6 +124,7 @@ type ctlMessage struct {
 	producerSub   string
 	payload       []byte
 	createdAt     int64
+	sealed        store.Seal
 }
 
 // ctlLane is a lane and its head (the first message after its cursor).
@@ -144,7 +145,7 @@ func (s *Store) readable(ctx context.Context) error {
 func scanMessage(row pgx.Row) (*ctlPartition, *ctlMessage, error) {
 	p, m := &ctlPartition{}, &ctlMessage{}
 	err := row.Scan(&p.id, &p.uuid, &p.name, &p.lastOffset, &p.queue, &p.namespace, &p.task, &p.priority,
-		&p.options, &m.seq, &m.id, &m.transactionID, &m.traceID, &m.producerSub, &m.payload, &m.createdAt)
+		&p.options, &m.seq, &m.id, &m.transactionID, &m.traceID, &m.producerSub, &m.payload, &m.createdAt, &m.sealed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, store.ErrNotFound
 	}
@@ -299,7 +300,7 @@ func (s *Store) MessageGet(ctx context.Context, p *store.MessageGetParams) (*sto
 	if err != nil {
 		return nil, wrapErr("postgres: read message", err)
 	}
-	d := &store.MessageDetail{Payload: msg.payload}
+	d := &store.MessageDetail{Payload: msg.payload, Sealed: msg.sealed}
 	dead := false
 	var group, text string
 	var retries int

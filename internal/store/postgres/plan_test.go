@@ -38,6 +38,7 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 		make([]int64, n)
 	pids, payloads, qids := make([]int64, n), make([][]byte, n), make([]int64, n)
 	probe := slices.Repeat([]bool{true}, n) // client-given transactionIds
+	sealed := make([]int16, n)
 	var qid int64
 	if err := s.pool.QueryRow(ctx, "SELECT queue_id FROM partitions WHERE id = $1", pid).Scan(&qid); err != nil {
 		t.Fatal(err)
@@ -64,9 +65,9 @@ func TestLookupsByTransactionIDProbeTheIndex(t *testing.T) {
 	}
 	for what, p := range map[string]string{
 		"ack resolution": plan("ack", sqlAckResolve, puuids, txns, store.DefaultTenant),
-		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at, qids, probe),
+		"push dedup":     plan("push", sqlMessagesInsert, pids, txns, ids, empty, empty, payloads, at, qids, probe, sealed),
 		"push dedup (capped)": plan("push", sqlMessagesInsertCapped, pids, txns, ids, empty, empty, payloads, at,
-			qids, probe),
+			qids, probe, sealed),
 	} {
 		if !strings.Contains(p, "messages_partition_txn") || strings.Contains(p, "Seq Scan on messages") {
 			t.Errorf("%s does not probe messages_partition_txn:\n%s", what, p)
@@ -160,6 +161,7 @@ func TestRequeueStatementsProbeIndexes(t *testing.T) {
 		ids[i], payloads[i], at[i], qids[i] = storetest.NewID(), []byte("1"), 1, qid
 	}
 	probe := slices.Repeat([]bool{true}, n)
+	sealed := make([]int16, n)
 	all := dlqArgs(store.DefaultTenant, &store.DLQFilter{})
 	ofQueue := dlqArgs(store.DefaultTenant, &store.DLQFilter{Queue: queue})
 
@@ -205,10 +207,10 @@ func TestRequeueStatementsProbeIndexes(t *testing.T) {
 		"partitions lock":     {query: sqlPartitionsLock, args: []any{pids}},
 		// The maxSize check reads all partitions of a capped queue: a scan
 		// when the queue has them all (it runs for capped queues only).
-		"push insert": {query: sqlMessagesInsert, args: []any{pids, retries, ids, empty, empty, payloads, at, qids, probe},
+		"push insert": {query: sqlMessagesInsert, args: []any{pids, retries, ids, empty, empty, payloads, at, qids, probe, sealed},
 			index: "messages_partition_txn"},
 		"push insert (capped)": {query: sqlMessagesInsertCapped,
-			args:  []any{pids, retries, ids, empty, empty, payloads, at, qids, probe},
+			args:  []any{pids, retries, ids, empty, empty, payloads, at, qids, probe, sealed},
 			index: "messages_partition_txn", scans: "partitions"},
 		"lanes ready": {query: sqlLanesMarkReady, args: []any{pids}},
 	}

@@ -237,7 +237,7 @@ func (t *txn) claimRead(q *popQueue, ps *popState, tried []int64) (*claimed, err
 		&c.partitionID, &c.uuid, &c.name, &c.lastOffset, &c.state.Cursor, &c.state.LeaseID,
 		&c.state.LeaseExpiresAt, &c.state.BatchEnd, &c.state.HeadAttempts, &c.state.RetryAt,
 		&f.seq, &f.msg.ID, &f.msg.TransactionID, &f.msg.TraceID, &f.msg.ProducerSub, &f.msg.Payload,
-		&f.createdAt}, func() error {
+		&f.createdAt, &f.msg.Sealed}, func() error {
 		out.found = true
 		if c.partitionID == 0 {
 			return nil

@@ -105,8 +105,9 @@ type messageRows struct {
 	queueID                       []int64 // for maxSize
 	txn, id, traceID, producerSub []string
 	payload                       [][]byte
-	probe                         []bool // look for a stored duplicate
-	entry                         []int  // entry index of each row
+	probe                         []bool  // look for a stored duplicate
+	sealed                        []int16 // store.Seal
+	entry                         []int   // entry index of each row
 }
 
 // newMessageRows makes room for n rows in every column.
@@ -115,7 +116,7 @@ func newMessageRows(n int) *messageRows {
 		partitionID: make([]int64, 0, n), createdAt: make([]int64, 0, n), queueID: make([]int64, 0, n),
 		txn: make([]string, 0, n), id: make([]string, 0, n), traceID: make([]string, 0, n),
 		producerSub: make([]string, 0, n), payload: make([][]byte, 0, n), probe: make([]bool, 0, n),
-		entry: make([]int, 0, n),
+		sealed: make([]int16, 0, n), entry: make([]int, 0, n),
 	}
 }
 
@@ -129,6 +130,7 @@ func (r *messageRows) add(part partRef, i int, e pushEntry) {
 	r.payload = append(r.payload, e.item.Payload)
 	r.createdAt = append(r.createdAt, e.atMs)
 	r.probe = append(r.probe, !e.item.MintedTxn)
+	r.sealed = append(r.sealed, int16(e.item.Sealed))
 	r.entry = append(r.entry, i)
 }
 
@@ -209,7 +211,7 @@ func (t *txn) insertMessages(w *pushWrite, capped bool) (*insertOutcome, error) 
 		insert = sqlMessagesInsertCapped
 	}
 	b.Queue(insert, rows.partitionID, rows.txn, rows.id, rows.traceID, rows.producerSub,
-		rows.payload, rows.createdAt, rows.queueID, rows.probe)
+		rows.payload, rows.createdAt, rows.queueID, rows.probe, rows.sealed)
 	b.Queue(sqlLanesMarkReady, w.pids)
 	br := t.tx.SendBatch(t.ctx, b)
 	defer br.Close()

@@ -125,8 +125,9 @@ const (
 	// transactionId is stored already.
 	sqlPushRows = `WITH u AS (
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-				$7::bigint[], $8::bigint[], $9::bool[]) WITH ORDINALITY
-				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, queue_id, probe, idx)
+				$7::bigint[], $8::bigint[], $9::bool[], $10::smallint[]) WITH ORDINALITY
+				AS u(partition_id, transaction_id, id, trace_id, producer_sub, payload, created_at, queue_id, probe,
+					sealed, idx)
 		), dup AS (
 			-- One probe of messages_partition_txn per item, as a scalar
 			-- subquery: as a join, stale statistics made the planner scan
@@ -147,9 +148,10 @@ const (
 			FROM c WHERE p.id = c.partition_id
 			RETURNING p.id, p.last_offset - c.n AS base
 		), ins AS (
-			INSERT INTO messages (partition_id, seq, id, transaction_id, trace_id, producer_sub, payload, created_at)
+			INSERT INTO messages (partition_id, seq, id, transaction_id, trace_id, producer_sub, payload, created_at,
+				sealed)
 			SELECT f.partition_id, a.base + f.ord, f.id, f.transaction_id, NULLIF(f.trace_id, ''),
-				NULLIF(f.producer_sub, ''), f.payload, f.created_at
+				NULLIF(f.producer_sub, ''), f.payload, f.created_at, f.sealed
 			FROM fresh f JOIN a ON a.id = f.partition_id
 		)`
 	// Mark ready the lanes of written partitions that now have unread
@@ -269,7 +271,8 @@ const (
 			COALESCE(c.cursor, 0), COALESCE(c.lease_id, ''), COALESCE(c.lease_expires_at, 0),
 			COALESCE(c.batch_end, 0), COALESCE(c.head_attempts, 0), COALESCE(c.retry_at, 0),
 			COALESCE(m.seq, 0), COALESCE(m.id, ''), COALESCE(m.transaction_id, ''), COALESCE(m.trace_id, ''),
-			COALESCE(m.producer_sub, ''), COALESCE(m.payload, ''::bytea), COALESCE(m.created_at, 0)
+			COALESCE(m.producer_sub, ''), COALESCE(m.payload, ''::bytea), COALESCE(m.created_at, 0),
+			COALESCE(m.sealed, 0)
 		FROM q LEFT JOIN c ON true
 		LEFT JOIN LATERAL (SELECT * FROM messages WHERE partition_id = c.partition_id AND seq > c.cursor
 			ORDER BY seq `

@@ -22,12 +22,12 @@ const (
 	// them); ON CONFLICT DO NOTHING skips those stored before, and waits for
 	// a concurrent schedule of the same key to commit or roll back.
 	sqlTimersInsert = `INSERT INTO timers (id, tenant, queue, partition, transaction_id, message_id, namespace,
-			task, producer_sub, payload, fire_at, status, created_at)
+			task, producer_sub, payload, fire_at, status, created_at, sealed)
 		SELECT u.id, $1, u.queue, u.partition, u.txn, u.message_id, u.namespace, u.task, NULLIF(u.producer_sub, ''),
-			u.payload, u.fire_at, 'scheduled', $2
+			u.payload, u.fire_at, 'scheduled', $2, u.sealed
 		FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-			$11::bytea[], $12::bigint[])
-			AS u (id, queue, partition, txn, message_id, namespace, task, producer_sub, payload, fire_at)
+			$11::bytea[], $12::bigint[], $13::smallint[])
+			AS u (id, queue, partition, txn, message_id, namespace, task, producer_sub, payload, fire_at, sealed)
 		ON CONFLICT (tenant, queue, partition, transaction_id) DO NOTHING
 		RETURNING id`
 	sqlTimersByTxn = `SELECT ` + timersql.Columns + ` FROM timers
@@ -56,9 +56,10 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 	n := len(p.Items)
 	ids, queues, parts, txns, msgIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	nss, tasks, subs := make([]string, n), make([]string, n), make([]string, n)
-	payloads, fireAts := make([][]byte, n), make([]int64, n)
+	payloads, fireAts, sealed := make([][]byte, n), make([]int64, n), make([]int16, n)
 	for i, ti := range p.Items {
 		it := &ti.Item
+		sealed[i] = int16(it.Sealed)
 		ids[i], queues[i], parts[i], txns[i], msgIDs[i] = ti.ID, it.Queue, it.Partition, it.TransactionID, it.MessageID
 		nss[i], tasks[i], subs[i], payloads[i], fireAts[i] = it.Namespace, it.Task, it.ProducerSub, it.Payload, ti.FireAt.UnixMilli()
 	}
@@ -66,7 +67,7 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 	err := s.inTx(ctx, "timer schedule", func(t *txn) error {
 		out = make([]store.TimerScheduleResult, n)
 		rows, _ := t.tx.Query(t.ctx, sqlTimersInsert, tenant, nowMs, ids, queues, parts, txns, msgIDs, nss, tasks,
-			subs, payloads, fireAts)
+			subs, payloads, fireAts, sealed)
 		inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return fmt.Errorf("insert timers: %w", err)

@@ -33,7 +33,8 @@ const (
 	sqlXPartitions = `SELECT p.uuid, p.name, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = $1 AND q.name = $2 ORDER BY p.name`
 	sqlXPartition = `SELECT id, queue_id, cleared_offset, last_offset FROM partitions WHERE uuid = $1`
-	sqlXMessages  = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload, created_at
+	sqlXMessages  = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload, created_at,
+			sealed
 		FROM messages WHERE partition_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 	sqlXGroups = `SELECT g.consumer_group, max(g.subscribed_from), max(g.created_at) FROM (
 			SELECT consumer_group, subscribed_from, created_at FROM consumer_groups WHERE queue_id = $1
@@ -49,10 +50,11 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	sqlXPartitionInsert = `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES ($1, $2, $3, $4) RETURNING id`
 	sqlXPartitionLock   = `SELECT id, last_offset FROM partitions WHERE uuid = $1 FOR NO KEY UPDATE`
-	sqlXMessagesInsert  = `INSERT INTO messages (partition_id, seq, id, transaction_id, trace_id, producer_sub, payload, created_at)
-		SELECT $1, $2 + u.ord, u.id, u.txn, NULLIF(u.trace, ''), NULLIF(u.sub, ''), u.payload, u.at
-		FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[]) WITH ORDINALITY
-			AS u(id, txn, trace, sub, payload, at, ord)`
+	sqlXMessagesInsert  = `INSERT INTO messages (partition_id, seq, id, transaction_id, trace_id, producer_sub, payload, created_at,
+			sealed)
+		SELECT $1, $2 + u.ord, u.id, u.txn, NULLIF(u.trace, ''), NULLIF(u.sub, ''), u.payload, u.at, u.sealed
+		FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::bigint[], $9::smallint[])
+			WITH ORDINALITY AS u(id, txn, trace, sub, payload, at, sealed, ord)`
 	sqlXPartitionMoved = `UPDATE partitions SET last_offset = $2, last_message_at = greatest(last_message_at, $3) WHERE id = $1`
 	sqlXLanesReady     = `UPDATE lanes SET ready = true WHERE partition_id = $1 AND NOT ready AND cursor < $2`
 	sqlXGroupInsert    = `INSERT INTO consumer_groups (queue_id, consumer_group, subscribed_from, created_at)
@@ -187,7 +189,7 @@ func (s *Store) ExportMessages(ctx context.Context, partitionID string, after in
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferMessage, error) {
 		var m store.TransferMessage
 		var at int64
-		err := row.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at)
+		err := row.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at, &m.Sealed)
 		m.CreatedAt = fromMs(at)
 		return m, err
 	})
@@ -314,9 +316,10 @@ func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []sto
 		return nil
 	}
 	ids, txns, traces, subs := make([]string, len(ms)), make([]string, len(ms)), make([]string, len(ms)), make([]string, len(ms))
-	payloads, ats := make([][]byte, len(ms)), make([]int64, len(ms))
+	payloads, ats, sealed := make([][]byte, len(ms)), make([]int64, len(ms)), make([]int16, len(ms))
 	var newest int64
 	for i, m := range ms {
+		sealed[i] = int16(m.Sealed)
 		ids[i], txns[i], traces[i], subs[i], payloads[i] = m.ID, m.TransactionID, m.TraceID, m.ProducerSub, m.Payload
 		ats[i] = m.CreatedAt.UnixMilli()
 		newest = max(newest, ats[i])
@@ -330,7 +333,8 @@ func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []sto
 		if err != nil {
 			return err
 		}
-		if _, err := t.tx.Exec(t.ctx, sqlXMessagesInsert, pid, last, ids, txns, traces, subs, payloads, ats); err != nil {
+		if _, err := t.tx.Exec(t.ctx, sqlXMessagesInsert, pid, last, ids, txns, traces, subs, payloads, ats,
+			sealed); err != nil {
 			return fmt.Errorf("insert messages: %w", err)
 		}
 		end := last + int64(len(ms))

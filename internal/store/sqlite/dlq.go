@@ -54,7 +54,7 @@ const (
 	sqlDLQPartition = `SELECT p.id, p.uuid, p.name, p.last_offset, q.name, q.namespace, q.task, q.priority, q.options
 		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = ?`
 	sqlDLQMessageAt = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload,
-			created_at
+			created_at, sealed
 		FROM messages WHERE seq = ?`
 	sqlTxnTaken = `SELECT EXISTS (SELECT 1 FROM messages WHERE partition_id = ? AND transaction_id = ?)`
 )
@@ -164,7 +164,7 @@ type dlqPick struct {
 func newPick(part *ctlPartition, msg *ctlMessage, ids []int64) *dlqPick {
 	return &dlqPick{Pick: dlqsql.Pick{Key: part.id, PartitionID: part.uuid, Partition: part.name, Queue: part.queue,
 		Seq: msg.seq, TransactionID: msg.transactionID, TraceID: msg.traceID, ProducerSub: msg.producerSub,
-		Payload: msg.payload}, ids: ids}
+		Payload: msg.payload, Sealed: msg.sealed}, ids: ids}
 }
 
 // pickRefs resolves the named messages and their dead letters matching the
@@ -236,7 +236,7 @@ func (t *txn) pickOldest(tenant string, f *store.DLQFilter, limit int) ([]*dlqPi
 		}
 		msg := &ctlMessage{}
 		if err := t.tx.QueryRowContext(t.ctx, sqlDLQMessageAt, k.seq).Scan(&msg.seq, &msg.id, &msg.transactionID,
-			&msg.traceID, &msg.producerSub, &msg.payload, &msg.createdAt); err != nil {
+			&msg.traceID, &msg.producerSub, &msg.payload, &msg.createdAt, &msg.sealed); err != nil {
 			return nil, fmt.Errorf("read message: %w", err)
 		}
 		picks = append(picks, newPick(part, msg, ids[i]))

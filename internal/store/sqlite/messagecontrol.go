@@ -34,7 +34,7 @@ const (
 	// A message of partition ?1 above its cleared offset ?3: the messages
 	// at or below it are gone, even while their rows wait to be freed.
 	sqlCtlMessage = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload,
-			created_at
+			created_at, sealed
 		FROM messages WHERE partition_id = ?1 AND transaction_id = ?2 AND seq > ?3`
 	sqlCtlLanes = `SELECT partition_id, consumer_group, cursor, COALESCE(lease_id, ''), lease_expires_at, batch_end,
 			head_attempts
@@ -110,6 +110,7 @@ type ctlMessage struct {
 	producerSub   string
 	payload       []byte
 	createdAt     int64
+	sealed        store.Seal
 }
 
 func (s *Store) readable() error {
@@ -147,7 +148,7 @@ func resolveMessage(ctx context.Context, q querier, tenant string, ref store.Mes
 	}
 	m := &ctlMessage{}
 	err = q.QueryRowContext(ctx, sqlCtlMessage, p.id, ref.TransactionID, p.cleared).Scan(&m.seq, &m.id, &m.transactionID,
-		&m.traceID, &m.producerSub, &m.payload, &m.createdAt)
+		&m.traceID, &m.producerSub, &m.payload, &m.createdAt, &m.sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, store.ErrNotFound
 	}
@@ -342,7 +343,7 @@ func (s *Store) MessageGet(ctx context.Context, p *store.MessageGetParams) (*sto
 	if err != nil {
 		return nil, err
 	}
-	d := &store.MessageDetail{Payload: msg.payload}
+	d := &store.MessageDetail{Payload: msg.payload, Sealed: msg.sealed}
 	if d.Options, err = store.DecodeQueueOptions([]byte(part.options)); err != nil {
 		return nil, fmt.Errorf("queue %q: %w", part.queue, err)
 	}

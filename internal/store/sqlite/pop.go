@@ -219,7 +219,7 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.LanePopParams, budget in
 		var m store.Message
 		var traceID, producerSub sql.NullString
 		var seq, createdAt int64
-		if err := rows.Scan(&seq, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt); err != nil {
+		if err := rows.Scan(&seq, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt, &m.Sealed); err != nil {
 			rows.Close()
 			return nil, err
 		}

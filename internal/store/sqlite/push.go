@@ -131,7 +131,7 @@ type pushRow struct {
 	item *store.PushItem
 }
 
-// maxInsertRows bounds the rows of one INSERT statement (8 parameters a
+// maxInsertRows bounds the rows of one INSERT statement (9 parameters a
 // row, far below SQLite's limit of 32,766). One statement per row cost the
 // writer more in database/sql and the driver than SQLite spent inserting.
 // A power of two: statements are prepared for 1, 2, 4 … maxInsertRows rows
@@ -144,10 +144,10 @@ const maxInsertRows = 64
 // row stored under its key is either its own (queued) or another's
 // (duplicate, with that message's id).
 func (t *txn) insertRows(rows []pushRow, out []store.PushResult, nowMs int64) error {
-	args := make([]any, 0, 8*len(rows))
+	args := make([]any, 0, 9*len(rows))
 	for _, r := range rows {
 		args = append(args, r.seq, r.part.id, r.item.MessageID, r.item.TransactionID,
-			nullString(r.item.TraceID), nullString(r.item.ProducerSub), r.item.Payload, nowMs)
+			nullString(r.item.TraceID), nullString(r.item.ProducerSub), r.item.Payload, nowMs, int64(r.item.Sealed))
 	}
 	res, err := t.exec(t.st.insertRows[len(rows)], args...)
 	if err != nil {

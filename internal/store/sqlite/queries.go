@@ -41,7 +41,7 @@ const (
 	// inside the queue's delayedProcessing window: createdAt grows with the
 	// offset within a partition, so filtering here would only make SQLite
 	// scan every pending row of a lane that is not due yet.
-	sqlMessagesAfter = `SELECT seq, id, transaction_id, trace_id, producer_sub, payload, created_at
+	sqlMessagesAfter = `SELECT seq, id, transaction_id, trace_id, producer_sub, payload, created_at, sealed
 		FROM messages WHERE partition_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`
 	sqlMessageHead = `SELECT seq FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT 1`
@@ -180,9 +180,9 @@ const (
 // rows of the table. A row whose transactionId is stored already is left
 // out.
 func messagesInsertSQL(n int) string {
-	row := "(" + statsql.Placeholders(8) + ")"
+	row := "(" + statsql.Placeholders(9) + ")"
 	return `INSERT INTO messages
-		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at) VALUES ` +
+		(seq, partition_id, id, transaction_id, trace_id, producer_sub, payload, created_at, sealed) VALUES ` +
 		strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") +
 		" ON CONFLICT (transaction_id, partition_id) DO NOTHING"
 }

@@ -19,8 +19,8 @@ import (
 // status change are one commit.
 const (
 	sqlTimerInsert = `INSERT INTO timers (id, tenant, queue, partition, transaction_id, message_id, namespace, task,
-			producer_sub, payload, fire_at, status, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?)
+			producer_sub, payload, fire_at, status, created_at, sealed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?)
 		ON CONFLICT (tenant, queue, partition, transaction_id) DO NOTHING`
 	sqlTimerByTxn = `SELECT ` + timersql.Columns + ` FROM timers
 		WHERE tenant = ? AND queue = ? AND partition = ? AND transaction_id = ?`
@@ -47,7 +47,8 @@ func (s *Store) TimerSchedule(ctx context.Context, p *store.TimerScheduleParams)
 		for i, ti := range p.Items {
 			it := &ti.Item
 			res, err := t.exec(sqlTimerInsert, ti.ID, tenant, it.Queue, it.Partition, it.TransactionID, it.MessageID,
-				it.Namespace, it.Task, nullString(it.ProducerSub), string(it.Payload), ti.FireAt.UnixMilli(), nowMs)
+				it.Namespace, it.Task, nullString(it.ProducerSub), string(it.Payload), ti.FireAt.UnixMilli(), nowMs,
+				int64(it.Sealed))
 			if err != nil {
 				return fmt.Errorf("insert timer: %w", err)
 			}

@@ -29,7 +29,8 @@ const (
 	sqlXPartitions = `SELECT p.uuid, p.name, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = ? AND q.name = ? ORDER BY p.name`
 	sqlXPartition = `SELECT id, queue_id, cleared_offset, last_offset FROM partitions WHERE uuid = ? AND queue_id > 0`
-	sqlXMessages  = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload, created_at
+	sqlXMessages  = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload, created_at,
+			sealed
 		FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 	sqlXGroups = `SELECT g.consumer_group, max(g.subscribed_from), max(g.created_at) FROM (
 			SELECT consumer_group, subscribed_from, created_at FROM consumer_groups WHERE queue_id = ?1
@@ -177,7 +178,7 @@ func (s *Store) ExportMessages(ctx context.Context, partitionID string, after in
 		for rows.Next() {
 			var m store.TransferMessage
 			var at int64
-			if err := rows.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at); err != nil {
+			if err := rows.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at, &m.Sealed); err != nil {
 				return err
 			}
 			m.CreatedAt = fromMs(at)
@@ -338,13 +339,13 @@ func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []sto
 			for n&(n-1) != 0 { // statements exist for powers of two rows
 				n &= n - 1
 			}
-			args := make([]any, 0, 8*n)
+			args := make([]any, 0, 9*n)
 			for _, m := range rest[:n] {
 				last = t.takeSeq()
 				at := m.CreatedAt.UnixMilli()
 				newest = max(newest, at)
 				args = append(args, last, p.id, m.ID, m.TransactionID, nullString(m.TraceID), nullString(m.ProducerSub),
-					m.Payload, at)
+					m.Payload, at, int64(m.Sealed))
 			}
 			res, err := t.exec(t.st.insertRows[n], args...)
 			if err != nil {

@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Ephemeral", func(t *testing.T) { runEphemeral(t, newStore) }) // ephemeral.go
 	t.Run("Webhooks", func(t *testing.T) { runWebhooks(t, newStore) })   // webhooks.go
 	t.Run("Transfer", func(t *testing.T) { runTransfer(t, newStore) })   // transfer.go
+	t.Run("Sealed", func(t *testing.T) { runSealed(t, newStore) })       // sealed.go
 }
 
 // setup marks t parallel and returns a fresh store.

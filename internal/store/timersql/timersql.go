@@ -40,7 +40,7 @@ const (
 // engine's row lock ("" or " FOR UPDATE SKIP LOCKED").
 func Due(lock string) string {
 	return `SELECT id, tenant, queue, partition, transaction_id, message_id, namespace, task,
-			COALESCE(producer_sub, ''), payload, fire_at, created_at
+			COALESCE(producer_sub, ''), payload, fire_at, created_at, sealed
 		FROM timers WHERE status = 'scheduled' AND fire_at <= $1 ORDER BY fire_at, id LIMIT $2` + lock
 }
 
@@ -114,7 +114,7 @@ func Fire(q sqlq.Q, e Engine, p *store.TimerFireDueParams) (*store.TimerFireResu
 		var it store.PushItem
 		var fireAt, createdAt int64
 		if err := row.Scan(&tm.ID, &tm.Tenant, &tm.Queue, &tm.Partition, &tm.TransactionID, &tm.MessageID,
-			&it.Namespace, &it.Task, &it.ProducerSub, &it.Payload, &fireAt, &createdAt); err != nil {
+			&it.Namespace, &it.Task, &it.ProducerSub, &it.Payload, &fireAt, &createdAt, &it.Sealed); err != nil {
 			return err
 		}
 		tm.FireAt, tm.CreatedAt = millis(fireAt), millis(createdAt)

@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/internal/store"
+)
+
+// Migration 015 records how payloads are sealed. Rows written before it by
+// builds that sealed without binding stay readable: on a queue that
+// encrypts, a payload of the sealed shape is marked as an unbound seal;
+// elsewhere, and for any other payload, nothing is marked.
+func TestMigration015MarksOldSeals(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, 14)
+	const shape = `{"encrypted":"AAAA","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`
+	for _, q := range []string{
+		`INSERT INTO queues (id, uuid, tenant, name, options, created_at)
+			VALUES (1, 'q-enc', '` + store.DefaultTenant + `', 'enc', '{"v":1,"encryptionEnabled":true}', 0),
+			(2, 'q-plain', '` + store.DefaultTenant + `', 'plain', '{"v":1,"encryptionEnabled":false}', 0)`,
+		`INSERT INTO partitions (id, uuid, queue_id, name, last_offset, last_message_at, created_at, message_count)
+			VALUES (1, 'p-enc', 1, 'Default', 2, 1000, 0, 2), (2, 'p-plain', 2, 'Default', 1, 1000, 0, 1)`,
+		`INSERT INTO messages (seq, partition_id, id, transaction_id, payload, created_at) VALUES
+			(1, 1, 'm1', 't1', '` + shape + `', 1000),
+			(2, 1, 'm2', 't2', '{"n":1}', 1000),
+			(3, 2, 'm3', 't3', '` + shape + `', 1000)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := openTest(t, dir)
+	for _, q := range []struct {
+		queue string
+		want  []store.Seal
+	}{{"enc", []store.Seal{store.SealQueen, store.SealNone}}, {"plain", []store.Seal{store.SealNone}}} {
+		res, err := s.LanePop(ctx, &store.LanePopParams{Queue: q.queue, ConsumerGroup: store.QueueMode, Batch: 10,
+			Partitions: 1, AutoAck: true, Now: time.UnixMilli(2000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) != len(q.want) {
+			t.Fatalf("%s: %d messages", q.queue, len(res.Messages))
+		}
+		for i, m := range res.Messages {
+			if m.Sealed != q.want[i] {
+				t.Errorf("%s message %d: Sealed %d, want %d", q.queue, i, m.Sealed, q.want[i])
+			}
+		}
+	}
+}
