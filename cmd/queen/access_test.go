@@ -69,7 +69,7 @@ func TestSecuredBrokerFromTheEnvironment(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), runMainEnv+"=1", "QUEEN_DATA_DIR="+filepath.Join(dir, "data"),
 		"QUEEN_BIND_ADDR=127.0.0.1", fmt.Sprintf("PORT=%d", port),
-		"JWT_ENABLED=true", "JWT_SECRET=env-secret", "JWT_ISSUER=tests",
+		"JWT_ENABLED=true", "JWT_SECRET=env-secret-of-thirty-two-bytes-at-least", "JWT_ISSUER=tests",
 		"QUEEN_API_TOKENS=adm1n-t0ken:admin:"+tenant,
 		"QUEEN_TENANCY_ENABLED=true", "CORS_ALLOW_ORIGIN=https://dash.example.com",
 		"QUEEN_TLS_CERT="+certFile, "QUEEN_TLS_KEY="+keyFile)
@@ -118,7 +118,7 @@ func TestSecuredBrokerFromTheEnvironment(t *testing.T) {
 	}
 
 	jwtToken, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "svc-orders", "iss": "tests",
-		"role": "read-write", "tenant": tenant}).SignedString([]byte("env-secret"))
+		"role": "read-write", "tenant": tenant}).SignedString([]byte("env-secret-of-thirty-two-bytes-at-least"))
 	push := `{"items":[{"queue":"secured","payload":{"n":1},"producerSub":"forged"}]}`
 	if code, body, _ := do("POST", "/api/v1/push", "", push); code != 401 || body != `{"error":"Authentication required"}` {
 		t.Fatalf("push without a token: %d %s", code, body)

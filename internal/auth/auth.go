@@ -214,6 +214,9 @@ type Config struct {
 	// TenantClaim names the tenant claim (JWT_TENANT_CLAIM); "" means
 	// DefaultTenantClaim.
 	TenantClaim string
+	// RequireExp refuses tokens without exp (JWT_REQUIRE_EXP) with the
+	// 401 of an expired token: such a token would never expire.
+	RequireExp bool
 
 	// SkipPaths are paths served without authentication (JWT_SKIP_PATHS):
 	// an entry matches a path exactly, or as a prefix when it ends in "/"

@@ -555,3 +555,33 @@ func TestJWKSRedirects(t *testing.T) {
 		t.Errorf("https to http: %v", err)
 	}
 }
+
+// TestRequireExpAndNullTenant: JWT_REQUIRE_EXP refuses a token without exp
+// as an expired one; a tenant claim that is null is invalid, not absent.
+func TestRequireExpAndNullTenant(t *testing.T) {
+	secret := strings.Repeat("k", 32)
+	sign := func(c jwt.MapClaims) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	strict := mustNew(t, Config{JWTEnabled: true, Secret: secret, RequireExp: true})
+	lax := mustNew(t, Config{JWTEnabled: true, Secret: secret})
+	noExp := sign(jwt.MapClaims{"sub": "a", "role": "admin"})
+	if _, err := strict.Verify(context.Background(), noExp); !errors.Is(err, ErrExpired) {
+		t.Fatalf("JWT_REQUIRE_EXP, no exp: %v, want %v", err, ErrExpired)
+	}
+	if _, err := lax.Verify(context.Background(), noExp); err != nil {
+		t.Fatalf("no exp, not required: %v", err)
+	}
+	withExp := sign(jwt.MapClaims{"sub": "a", "role": "admin", "exp": time.Now().Add(time.Hour).Unix()})
+	if _, err := strict.Verify(context.Background(), withExp); err != nil {
+		t.Fatalf("JWT_REQUIRE_EXP, with exp: %v", err)
+	}
+	id, err := lax.Verify(context.Background(), sign(jwt.MapClaims{"sub": "a", "role": "admin", "tenant": nil}))
+	if err != nil || !id.TenantInvalid || id.Tenant != "" {
+		t.Fatalf("tenant null: %+v %v, want TenantInvalid", id, err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 // table; JWKS keys are parsed once per fetch.
 type jwtVerifier struct {
 	allowed     map[string]family
+	requireExp  bool
 	jwks        *jwks // nil without JWT_JWKS_URL
 	parser      *jwt.Parser
 	roleClaim   string
@@ -34,6 +35,7 @@ func newJWTVerifier(cfg Config) (*jwtVerifier, error) {
 		tenantClaim: cmp.Or(cfg.TenantClaim, DefaultTenantClaim),
 		roleNames:   map[string]Role{},
 		allowed:     map[string]family{},
+		requireExp:  cfg.RequireExp,
 	}
 	for _, r := range allRoles {
 		name := string(r)
@@ -102,6 +104,9 @@ func newJWTVerifier(cfg Config) (*jwtVerifier, error) {
 	if cfg.Now != nil {
 		opts = append(opts, jwt.WithTimeFunc(cfg.Now))
 	}
+	if cfg.RequireExp {
+		opts = append(opts, jwt.WithExpirationRequired())
+	}
 	v.parser = jwt.NewParser(opts...)
 	return v, nil
 }
@@ -111,6 +116,9 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (Identity, error
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) { return v.key(ctx, t) })
 	if err != nil {
+		if _, hasExp := claims["exp"]; v.requireExp && !hasExp && errors.Is(err, jwt.ErrTokenRequiredClaimMissing) {
+			return Identity{}, ErrExpired.with(fmt.Errorf("no exp, and JWT_REQUIRE_EXP is on: %w", err))
+		}
 		return Identity{}, classify(token, claims, err)
 	}
 	id := Identity{Method: "jwt"}
@@ -125,7 +133,10 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (Identity, error
 			}
 		}
 	}
-	if raw, ok := claims[v.tenantClaim]; ok && raw != nil {
+	if raw, ok := claims[v.tenantClaim]; ok {
+		// A claim present but null is invalid, not absent: an IdP that
+		// writes null for unassigned users must not give them every
+		// tenant through the x-queen-tenant header.
 		s, _ := raw.(string)
 		if u, err := uuid.Parse(s); err == nil {
 			id.Tenant = u.String()

@@ -65,6 +65,9 @@ type Config struct {
 	EncryptionKey     string   // QUEEN_ENCRYPTION_KEY: 64 hex characters; "" = no encryption
 	EncryptionKeysOld []string // QUEEN_ENCRYPTION_KEYS_OLD: earlier keys, still opening what they sealed
 
+	jwksAllowHTTP    bool // JWT_JWKS_ALLOW_HTTP
+	pprofAllowRemote bool // QUEEN_PPROF_ALLOW_REMOTE
+
 	// server is the server's configuration, written by the rows of its
 	// settings; Load adds the keyring.
 	server server.Config
@@ -233,6 +236,9 @@ var settings = []Setting{
 		kind:  text("addr", func(c *Config) *string { return &c.PprofAddr })},
 
 	// Authentication, tenants, TLS, CORS.
+	{Env: "QUEEN_PPROF_ALLOW_REMOTE", Flag: "pprof-allow-remote", Default: "false",
+		Usage: "allow QUEEN_PPROF_ADDR on an address other hosts reach (pprof has no authentication)",
+		kind:  boolean(func(c *Config) *bool { return &c.pprofAllowRemote })},
 	{Env: "METRICS_SAMPLE_INTERVAL_MS", Flag: "metrics-sample-interval-ms", Default: "1000",
 		Usage: "how often the metrics sampler drains the per-queue counters and samples CPU, memory and the pool",
 		kind:  millis(10, func(c *Config) *time.Duration { return &c.server.MetricsSampleEvery })},
@@ -273,6 +279,12 @@ var settings = []Setting{
 	{Env: "JWT_JWKS_TIMEOUT_MS", Flag: "jwt-jwks-timeout-ms", Default: "5000",
 		Usage: "longest JWKS fetch in milliseconds (a request with a new kid waits at most this)",
 		kind:  millis(1, func(c *Config) *time.Duration { return &c.server.Auth.JWKSTimeout })},
+	{Env: "JWT_JWKS_ALLOW_HTTP", Flag: "jwt-jwks-allow-http", Default: "false",
+		Usage: "accept an http:// JWT_JWKS_URL (loopback included); otherwise start-up refuses it, since whoever is on the path could serve keys",
+		kind:  boolean(func(c *Config) *bool { return &c.jwksAllowHTTP })},
+	{Env: "JWT_REQUIRE_EXP", Flag: "jwt-require-exp", Default: "false",
+		Usage: "refuse tokens without exp (401 Token has expired): a leaked token without one is valid forever",
+		kind:  boolean(func(c *Config) *bool { return &c.server.Auth.RequireExp })},
 	{Env: "JWT_ISSUER", Flag: "jwt-issuer", Unset: "not checked",
 		Usage: "the iss tokens must carry",
 		kind:  text("string", func(c *Config) *string { return &c.server.Auth.Issuer })},
@@ -523,10 +535,40 @@ func (c *Config) validate() []error {
 	if _, err := c.Keyring(); err != nil {
 		errs = append(errs, err)
 	}
-	if a := c.Auth(); c.server.MetricsAuth && !a.Enabled() {
+	a := c.Auth()
+	if a.JWTEnabled && a.Secret != "" && len(a.Secret) < minSecretBytes {
+		errs = append(errs, fmt.Errorf("JWT_SECRET: %d bytes, want %d at least (a short HMAC secret is guessed offline from one token)",
+			len(a.Secret), minSecretBytes))
+	}
+	if strings.HasPrefix(strings.ToLower(a.JWKSURL), "http://") && !c.jwksAllowHTTP {
+		errs = append(errs, errors.New("JWT_JWKS_URL is http://: whoever is on the path could serve keys and mint tokens; "+
+			"use https, or set JWT_JWKS_ALLOW_HTTP=true"))
+	}
+	if c.PprofAddr != "" && !c.pprofAllowRemote && !loopbackAddr(c.PprofAddr) {
+		errs = append(errs, fmt.Errorf("QUEEN_PPROF_ADDR=%q is not a loopback address: pprof has no authentication; "+
+			"use 127.0.0.1:PORT, or set QUEEN_PPROF_ALLOW_REMOTE=true", c.PprofAddr))
+	}
+	if c.server.MetricsAuth && !a.Enabled() {
 		errs = append(errs, errors.New("QUEEN_METRICS_AUTH=true needs authentication: set JWT_ENABLED=true or QUEEN_API_TOKENS"))
 	}
 	return errs
+}
+
+// minSecretBytes is the shortest JWT_SECRET accepted: HS256's hash size.
+const minSecretBytes = 32
+
+// loopbackAddr reports whether addr (host:port) listens on loopback only:
+// localhost or a loopback address. An empty host listens everywhere.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // lookup returns the setting's text and where it came from: "--flag", the

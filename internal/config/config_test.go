@@ -287,7 +287,7 @@ func TestAuthSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := FromEnv(env(map[string]string{
-		"JWT_ENABLED": "true", "JWT_ALGORITHM": "auto", "JWT_SECRET": " s3cret ", "JWT_PUBLIC_KEY": pemFile,
+		"JWT_ENABLED": "true", "JWT_ALGORITHM": "auto", "JWT_SECRET": " s3cret-of-thirty-two-bytes-at-least ", "JWT_PUBLIC_KEY": pemFile,
 		"JWT_JWKS_URL": "https://idp.example.com/jwks", "JWT_JWKS_REFRESH_INTERVAL": "60", "JWT_JWKS_TIMEOUT_MS": "750",
 		"JWT_ISSUER": "https://idp.example.com/", "JWT_AUDIENCE": "queen, queen-dev", "JWT_CLOCK_SKEW": "0",
 		"JWT_SKIP_PATHS": "none", "JWT_ROLES_CLAIM": "r", "JWT_ROLES_ARRAY_CLAIM": "rs", "JWT_ROLE_ADMIN": "boss",
@@ -300,7 +300,7 @@ func TestAuthSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := c.Auth()
-	if !a.JWTEnabled || a.Algorithm != "auto" || a.Secret != " s3cret " || a.PublicKey != string(keyPEM) ||
+	if !a.JWTEnabled || a.Algorithm != "auto" || a.Secret != " s3cret-of-thirty-two-bytes-at-least " || a.PublicKey != string(keyPEM) ||
 		a.JWKSURL != "https://idp.example.com/jwks" || a.JWKSRefresh != time.Minute || a.JWKSTimeout != 750*time.Millisecond ||
 		a.Issuer != "https://idp.example.com/" || !reflect.DeepEqual(a.Audience, []string{"queen", "queen-dev"}) ||
 		a.ClockSkew >= 0 || len(a.SkipPaths) != 0 || a.SkipPaths == nil || a.RoleClaim != "r" || a.RolesClaim != "rs" ||
@@ -315,6 +315,22 @@ func TestAuthSettings(t *testing.T) {
 	}
 	if _, err := auth.New(a); err != nil {
 		t.Fatalf("the verifier refuses the loaded settings: %v", err)
+	}
+}
+
+func TestHardeningOptIns(t *testing.T) {
+	for _, e := range []map[string]string{
+		{"JWT_ENABLED": "true", "JWT_ALGORITHM": "RS256", "JWT_JWKS_URL": "http://127.0.0.1:7100/jwks", "JWT_JWKS_ALLOW_HTTP": "true"},
+		{"QUEEN_PPROF_ADDR": "0.0.0.0:6060", "QUEEN_PPROF_ALLOW_REMOTE": "true"},
+		{"QUEEN_PPROF_ADDR": "127.0.0.1:6060"},
+		{"QUEEN_PPROF_ADDR": "localhost:6060"},
+		{"QUEEN_PPROF_ADDR": "[::1]:6060"},
+		{"JWT_ENABLED": "true", "JWT_SECRET": strings.Repeat("k", 32), "JWT_REQUIRE_EXP": "true", "QUEEN_METRICS_AUTH": "true"},
+		{"QUEEN_ALLOWED_HOSTS": "queen.example,*.corp.example,10.0.0.5,[::1]"},
+	} {
+		if _, err := FromEnv(env(e)); err != nil {
+			t.Errorf("%v: %v", e, err)
+		}
 	}
 }
 
@@ -335,6 +351,14 @@ func TestBadAuthSettingsNameTheVariable(t *testing.T) {
 		{map[string]string{"CORS_ALLOW_ORIGIN": "https://dash.example.com/app"}, "is not an origin"},
 		{map[string]string{"QUEEN_TENANCY_ENABLED": "maybe"}, "QUEEN_TENANCY_ENABLED=\"maybe\": want true or false"},
 		{map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "x", "JWT_ROLE_ADMIN": "read-only"}, "both named"},
+		// Issue 29: what start-up refuses.
+		{map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "a"}, "JWT_SECRET: 1 bytes, want 32 at least"},
+		{map[string]string{"JWT_ENABLED": "true", "JWT_ALGORITHM": "RS256", "JWT_JWKS_URL": "http://127.0.0.1:7100/jwks"},
+			"JWT_JWKS_URL is http://"},
+		{map[string]string{"QUEEN_PPROF_ADDR": "0.0.0.0:6060"}, `QUEEN_PPROF_ADDR="0.0.0.0:6060" is not a loopback address`},
+		{map[string]string{"QUEEN_PPROF_ADDR": ":6060"}, "is not a loopback address"},
+		{map[string]string{"QUEEN_METRICS_AUTH": "true"}, "QUEEN_METRICS_AUTH=true needs authentication"},
+		{map[string]string{"QUEEN_ALLOWED_HOSTS": "queen.example:6632"}, "is not a host"},
 	} {
 		_, err := FromEnv(env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
