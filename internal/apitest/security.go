@@ -2,9 +2,12 @@ package apitest
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/server"
@@ -114,6 +117,7 @@ func (s *suite) testSecurity(t *testing.T) {
 	t.Run("CrossSite", s.testCrossSite)
 	t.Run("MetricsClosed", s.testMetricsClosed)
 	t.Run("Hosts", s.testHosts)
+	t.Run("MaxPollTimeout", s.testMaxPollTimeout)
 }
 
 // testCrossSite: with authentication off, a page of another origin cannot
@@ -313,4 +317,23 @@ func (s *suite) testHosts(t *testing.T) {
 	}
 	anyHost := s.serverWith(t, server.Config{Version: "0.0.0-apitest", AllowedHosts: []string{"*"}})
 	wantStatus(t, anyHost.with("Host", "anything.example").do(t, "GET", "/api/v1/resources/queues", nil), http.StatusOK)
+}
+
+// testMaxPollTimeout: QUEEN_MAX_POLL_TIMEOUT_MS clamps a long poll that
+// asks for longer: it answers 204 once the maximum has passed, on the
+// queue pop and the ephemeral pop alike.
+func (s *suite) testMaxPollTimeout(t *testing.T) {
+	c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", MaxPollTimeout: 300 * time.Millisecond})
+	eph := uniq("clamped-eph")
+	c.ephCreate(t, fmt.Sprintf(`{"name":%q}`, eph))
+	for _, p := range []string{queuePath(uniq("clamped")) + "?wait=true&timeout=600000",
+		"/api/v1/ephemeral/" + eph + "/pop?wait=true&timeout=600000"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		r, err := c.send(ctx, "GET", p, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("GET %s, clamped to 300 ms: %v (the ten-minute wait was not clamped)", p, err)
+		}
+		wantStatus(t, r, http.StatusNoContent)
+	}
 }

@@ -101,6 +101,10 @@ type Config struct {
 	// Loopback reports whether the broker listens on loopback only; nil
 	// means never.
 	Loopback func() bool
+	// MaxPollTimeout bounds every long poll's wait
+	// (QUEEN_MAX_POLL_TIMEOUT_MS): a longer timeout is clamped to it. 0
+	// means the contract's bound, an hour.
+	MaxPollTimeout time.Duration
 	// MetricsAuth puts /metrics and /metrics/prometheus behind the read
 	// level even where JWT_SKIP_PATHS names them (QUEEN_METRICS_AUTH). It
 	// needs Auth enabled.
@@ -145,6 +149,7 @@ type adapter struct {
 	auth         *auth.Verifier // nil: authentication off
 	cors         *cors          // nil: CORS off
 	hosts        *hosts
+	maxPoll      time.Duration // 0: no bound beyond the contract's
 	exposed      func() bool
 	fallbacks    []FallbackGroup
 	idleTimeout  time.Duration
@@ -176,6 +181,7 @@ func newAdapter(cfg Config) *adapter {
 		version:      cfg.Version,
 		cors:         newCORS(cfg.CORSAllowOrigins),
 		hosts:        newHosts(cfg.AllowedHosts, cfg.Loopback),
+		maxPoll:      cfg.MaxPollTimeout,
 		exposed:      cfg.Exposed,
 		parking:      cfg.Parking,
 		idleTimeout:  cfg.IdleTimeout,

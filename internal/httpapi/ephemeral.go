@@ -157,7 +157,7 @@ func (g *ephemeralRoutes) pop(w http.ResponseWriter, r *http.Request) error {
 	q := parseQuery(r)
 	batch := q.int("batch", 1, intRange{1, ephemeral.MaxBatch})
 	wait := q.bool("wait")
-	timeout := time.Duration(q.int("timeout", int(DefaultPopTimeout/time.Millisecond), rangePopTimeout)) * time.Millisecond
+	timeout := g.a.clampPoll(time.Duration(q.int("timeout", int(DefaultPopTimeout/time.Millisecond), rangePopTimeout)) * time.Millisecond)
 	if q.err != nil {
 		return q.err
 	}

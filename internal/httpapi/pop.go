@@ -15,6 +15,7 @@ func (g *messageRoutes) pop(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	req.Timeout = g.a.clampPoll(req.Timeout)
 	req.Queue, req.Partition = r.PathValue("queue"), r.PathValue("partition")
 	for name, v := range map[string]string{"queue": req.Queue, "partition": req.Partition} {
 		if v != "" {
@@ -57,4 +58,14 @@ func writePop(w http.ResponseWriter, res *broker.PopResponse) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// clampPoll bounds a long poll's wait by QUEEN_MAX_POLL_TIMEOUT_MS: a
+// longer timeout is served as the maximum (an SDK asking for more gets an
+// empty answer sooner and polls again), never refused.
+func (a *adapter) clampPoll(d time.Duration) time.Duration {
+	if a.maxPoll > 0 && d > a.maxPoll {
+		return a.maxPoll
+	}
+	return d
 }

@@ -100,6 +100,9 @@ type Config struct {
 	// accepts only loopback names while the listener is loopback, any Host
 	// otherwise.
 	AllowedHosts []string
+	// MaxPollTimeout clamps every long poll's wait
+	// (QUEEN_MAX_POLL_TIMEOUT_MS); 0: an hour, the contract's bound.
+	MaxPollTimeout time.Duration
 	// MetricsAuth puts /metrics and /metrics/prometheus behind a
 	// read-level token (QUEEN_METRICS_AUTH); it needs Auth enabled.
 	MetricsAuth bool
@@ -243,7 +246,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		Metrics: m, Streams: sx, Version: cfg.Version, Migration: migrationService(cfg, st, b, log),
 		BodyMinRate: cfg.BodyMinRate, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout,
 		Auth: verifier, CORSAllowOrigins: cfg.CORSAllowOrigins, TenancyEnabled: cfg.TenancyEnabled,
-		MetricsAuth: cfg.MetricsAuth, AllowedHosts: cfg.AllowedHosts, Loopback: s.loopback.Load,
+		MetricsAuth: cfg.MetricsAuth, MaxPollTimeout: cfg.MaxPollTimeout, AllowedHosts: cfg.AllowedHosts, Loopback: s.loopback.Load,
 		Exposed: s.exposed.Load, Parking: s.lot, IdleTimeout: idleTimeout,
 		Groups: []httpapi.Group{hooks, pushes, dashboard.New(cfg.Dashboard)},
 	})
