@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/ephemeral"
 	"github.com/queen-go/queen/internal/kv"
 	"github.com/queen-go/queen/internal/ratelimit"
@@ -36,6 +37,24 @@ func (f *fakeClock) Add(d time.Duration) {
 // debits nothing; the message plane never answers 429), 403 when a
 // feature is off, 503 in push maintenance.
 func (s *suite) testFeatureGates(t *testing.T) {
+	t.Run("TokenBucketFollowsTheCredential", func(t *testing.T) {
+		t.Parallel()
+		clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", TenancyEnabled: true,
+			Auth:      auth.Config{Tokens: apiTokens(t, "tok-ops-5f2e:admin")},
+			RateLimit: ratelimit.Config{Default: ratelimit.Limit{Rate: 1, Burst: 3}, Now: clock.Now}})
+		ops := c.with("Authorization", "Bearer tok-ops-5f2e")
+		tenants := []string{tenantA, tenantB, "0192f0a0-cccc-7000-8000-00000000000c", "0192f0a0-dddd-7000-8000-00000000000d"}
+		for i, tn := range tenants {
+			r := ops.with("X-Queen-Tenant", tn).do(t, "GET", "/api/v1/kv/ns/k", nil)
+			if i < 3 {
+				wantStatus(t, r, http.StatusNotFound)
+			} else {
+				// A fresh tenant in the header is no fresh bucket.
+				wantPlainError(t, r, http.StatusTooManyRequests, "rate limit exceeded")
+			}
+		}
+	})
 	t.Run("TokenBucket", func(t *testing.T) {
 		t.Parallel()
 		clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}

@@ -229,7 +229,7 @@ func newAdapter(cfg Config) *adapter {
 // file, with its own OpenAPI fragment in openapi/) and one line here; a
 // feature of another package goes in Config.Groups instead.
 func (a *adapter) groups(cfg Config) []Group {
-	limit := bucket{cfg.RateLimit}
+	limit := bucket{limiter: cfg.RateLimit, authOn: a.auth != nil}
 	return []Group{
 		&operationRoutes{a: a, broker: cfg.Broker},
 		&messageRoutes{a: a, broker: cfg.Broker, kv: cfg.KV},

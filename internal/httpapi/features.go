@@ -26,6 +26,20 @@ func featureGate(name, disabled string, enabled func() bool, b *broker.Broker) *
 // bucket debits the tenants' token buckets of the feature routes.
 type bucket struct {
 	limiter *ratelimit.Limiter // nil: no limit
+	authOn  bool               // authentication is on: buckets follow the credential
+}
+
+// key names the bucket a request pays from: its tenant; but with
+// authentication on, a token bound to no tenant pays from its own bucket
+// whatever x-queen-tenant names, so that rotating the header does not
+// refill the bucket (and overrides, keyed by tenant, do not apply to it).
+func (b bucket) key(r *http.Request) string {
+	if b.authOn {
+		if e, ok := r.Context().Value(exchangeKey{}).(*exchange); ok && e.tokenTenant == "" {
+			return "credential:" + e.caller.Subject
+		}
+	}
+	return store.TenantOrDefault(caller(r).Tenant)
 }
 
 // take debits cost tokens (one per request, or one per item of a batch)
@@ -36,7 +50,7 @@ func (b bucket) take(r *http.Request, cost int) error {
 	if b.limiter == nil {
 		return nil
 	}
-	ok, wait := b.limiter.Take(store.TenantOrDefault(caller(r).Tenant), cost)
+	ok, wait := b.limiter.Take(b.key(r), cost)
 	if ok {
 		return nil
 	}
