@@ -569,6 +569,11 @@ func TestBrowserViews(t *testing.T) {
 		if overflow {
 			t.Error("at a phone's width the page scrolls sideways")
 		}
+		// The menu is one row of links above the view, not a band that
+		// takes the grid's free height and pushes the view down.
+		if h := eval[float64](b, `document.querySelector('nav.side').getBoundingClientRect().height`); h > 80 {
+			t.Errorf("at a phone's width the menu is %.0f px tall, want one row (at most 80 px)", h)
+		}
 		b.screenshot("queues-phone")
 		b.run("resize back", chromedp.EmulateViewport(1280, 800))
 	})
