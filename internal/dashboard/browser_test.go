@@ -611,6 +611,7 @@ func TestBrowserSignIn(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("a read-only token sees %d delete buttons", n)
 	}
+	b.waitText("header.top .muted", "1 queue")
 	b.screenshot("signed-in-read-only")
 	// Without a token the page's API calls are refused.
 	req, _ := http.NewRequest("GET", base+"/api/v1/resources/overview", nil)

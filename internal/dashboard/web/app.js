@@ -277,7 +277,7 @@ function Queues({ me }) {
     if (await confirmAction(`Delete queue "${q.name}" and every message in it? This cannot be undone.`, 'Delete queue'))
       act('Queue ' + q.name + ' deleted', () => api('DELETE', '/api/v1/resources/queues/' + enc(q.name)), qs_.reload);
   };
-  return html`<header class="top"><h1>Queues</h1><span class="muted">${qs_.data ? fmtNum(qs_.data.pagination.total) + ' queues' : ''}</span></header>
+  return html`<header class="top"><h1>Queues</h1><span class="muted">${qs_.data ? fmtNum(qs_.data.pagination.total) + (qs_.data.pagination.total === 1 ? ' queue' : ' queues') : ''}</span></header>
     <div class="row"><input type="search" placeholder="Filter by name or namespace  ( / )" value=${filter} onInput=${(e) => setFilter(e.target.value)} id="filter" aria-label="filter" /></div>
     <${Err} error=${qs_.error} />
     <div class="panel">${qs_.data && (qs_.data.queues.length ? html`<${QueueTable} rows=${rows} onDelete=${can(me, 'admin') ? del : null} />` : html`<${EmptyBroker} />`)}</div>`;
