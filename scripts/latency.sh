@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the latency tests: the timing bounds of the wake-up and pop-latency
 # tests, and the long tests that fill a queue of 1,000,000 messages or run
-# 200,000 through retention. They measure time, so they run without the race
+# 200,000 through retention, and the copy of 1,000,000 messages from a Queen
+# database into each engine and on to PostgreSQL. They measure time, so they run without the race
 # detector, one package at a time (a bound measured while another package's
 # test loads the same cores would measure the neighbour), and best on an
 # otherwise quiet machine. The PostgreSQL ones need QUEEN_TEST_DATABASE_URL.
@@ -14,12 +15,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tests='TestPopCostWithManyPartitions|TestPopLatency10kPartitions|TestListen$|TestPushOnOneBrokerWakesPopOnAnother|TestBoundedQueueDelete|TestBoundedRetention|TestRetentionWaves'
+tests='TestPopCostWithManyPartitions|TestPopLatency10kPartitions|TestListen$|TestPushOnOneBrokerWakesPopOnAnother|TestBoundedQueueDelete|TestBoundedRetention|TestRetentionWaves|TestCopyMeasure'
 psql=${PGBIN:-/usr/lib/postgresql/15/bin}/psql
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 export QUEEN_LATENCY_TESTS=1
-for pkg in ./internal/store/enginetest ./internal/store/sqlite ./internal/store/postgres ./internal/e2e; do
+for pkg in ./internal/store/enginetest ./internal/store/sqlite ./internal/store/postgres ./internal/e2e ./internal/transfer; do
   if go test -count=1 -run "$tests" "$pkg" 2>&1 | tee "$out"; then
     continue
   fi
