@@ -45,25 +45,7 @@ JOIN LATERAL (SELECT id FROM %[1]s.partitions WHERE name = 'bulk-' || (1 + g %% 
 	}
 	t.Logf("grew the Queen database to %d messages in %v", want, time.Since(start).Round(time.Millisecond))
 
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	runtime.GC()
-	go func() {
-		defer close(done)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	stopHeap := PeakHeap()
 	var n, bytes int64
 	start = time.Now()
 	err = r.Queues(ctx, func(q QueenQueue) error {
@@ -85,8 +67,7 @@ JOIN LATERAL (SELECT id FROM %[1]s.partitions WHERE name = 'bulk-' || (1 + g %% 
 		return nil
 	})
 	took := time.Since(start)
-	close(stop)
-	<-done
+	peak := stopHeap()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +75,30 @@ JOIN LATERAL (SELECT id FROM %[1]s.partitions WHERE name = 'bulk-' || (1 + g %% 
 		t.Fatalf("read %d messages, want %d", n, want)
 	}
 	t.Logf("read %d messages (%d MB of payload) in %v: %.0f messages/s; peak heap in use %.1f MB",
-		n, bytes>>20, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(peak.Load())/(1<<20))
+		n, bytes>>20, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(peak)/(1<<20))
+}
+
+// PeakHeap samples the heap in use every 20 ms until the returned stop is
+// called, which returns the peak. Both measurements use it (the
+// copy's, in package transfer_test, through this export).
+func PeakHeap() (stop func() uint64) {
+	var peak atomic.Uint64
+	quit, done := make(chan struct{}), make(chan struct{})
+	runtime.GC()
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-quit:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 { close(quit); <-done; return peak.Load() }
 }
