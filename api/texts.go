@@ -65,6 +65,14 @@ const (
 	KVReasonExpectation = "expectation failed"
 	KVReasonNotCounter  = "not a counter"
 	KVReasonOverflow    = "counter overflow"
+
+	// ReasonSpoolFull is why a push item failed when the broker, not
+	// writing to the database (an outage or push maintenance), would have
+	// spooled it past the spool's size cap (FILE_BUFFER_MAX_BYTES).
+	ReasonSpoolFull = "the broker is not writing to the database and its disk buffer is full (FILE_BUFFER_MAX_BYTES): the item is stored nowhere; retry later"
+	// ReasonSpoolWrite is why a push item failed when the spool write
+	// failed (the broker's log names the file and the error).
+	ReasonSpoolWrite = "database unavailable and the disk buffer could not be written; the broker's log has the details"
 )
 
 // PushStatus is the verdict on one pushed item.

@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,77 @@ func (s *suite) testMaintenance(t *testing.T) {
 		p := c.waitPop(t, queuePath(q)+"?batch=10", 10*time.Second)
 		if len(p.Messages) != 2 || p.Messages[0].ID != res[0].MessageID || p.Messages[1].ID != res[1].MessageID {
 			t.Fatalf("after maintenance: popped %d messages %+v, want the 2 buffered ones in order with their ids", len(p.Messages), p.Messages)
+		}
+	})
+
+	t.Run("FullSpoolFailsPushItemsAndKeepsWhatItHolds", func(t *testing.T) {
+		t.Parallel()
+		// A few records of a small payload fill 2 KiB.
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", SpoolDir: t.TempDir(), SpoolMaxBytes: 2048})
+		q := uniq("spoolcap")
+		var on map[string]any
+		wantJSON(t, c.do(t, "POST", "/api/v1/system/maintenance", `{"enabled":true}`), http.StatusOK, &on)
+		var buffered []pushResult
+		var failed pushResult
+		for n := 0; failed.Status == "" && n < 100; n++ {
+			r := c.pushRaw(t, []map[string]any{item(q, map[string]any{"n": n})})[0] // 201 whatever the verdict
+			switch r.Status {
+			case "buffered":
+				buffered = append(buffered, r)
+			case "failed":
+				failed = r
+			default:
+				t.Fatalf("push %d in maintenance with a 2 KiB spool: %+v, want buffered or failed", n, r)
+			}
+		}
+		if len(buffered) == 0 || failed.Status != "failed" {
+			t.Fatalf("%d pushes buffered and no failed verdict: the cap did not hold", len(buffered))
+		}
+		if !strings.Contains(failed.Error, "disk buffer is full") || !strings.Contains(failed.Error, "FILE_BUFFER_MAX_BYTES") {
+			t.Fatalf("failed verdict's error %q, want it to say the disk buffer is full and name FILE_BUFFER_MAX_BYTES", failed.Error)
+		}
+		// A push of several items fails whole, every item with the verdict.
+		for i, r := range c.pushRaw(t, []map[string]any{item(q, map[string]any{"x": 1}), item(q, map[string]any{"x": 2})}) {
+			if r.Status != "failed" || r.Error != failed.Error {
+				t.Fatalf("item %d of a push to a full spool: %+v, want failed with %q", i, r, failed.Error)
+			}
+		}
+		var st map[string]any
+		wantJSON(t, c.do(t, "GET", "/api/v1/system/maintenance", nil), http.StatusOK, &st)
+		if st["bufferedMessages"] != float64(len(buffered)) {
+			t.Fatalf("maintenance status %v, want bufferedMessages %d", st, len(buffered))
+		}
+		mfs := c.scrape(t)
+		if v, ok := series(mfs, "queen_spool_full_refusals_total"); !ok || v != 3 {
+			t.Fatalf("queen_spool_full_refusals_total %v (present %v), want 3", v, ok)
+		}
+		if v, ok := series(mfs, "queen_spool_bytes"); !ok || v <= 0 || v > 2048 {
+			t.Fatalf("queen_spool_bytes %v (present %v), want from 1 to 2048", v, ok)
+		}
+
+		// Turning maintenance off replays what the spool took, in order;
+		// the failed items are nowhere.
+		wantJSON(t, c.do(t, "POST", "/api/v1/system/maintenance", `{"enabled":false}`), http.StatusOK, &on)
+		var got []popMessage
+		deadline := time.Now().Add(10 * time.Second)
+		for len(got) < len(buffered) && time.Now().Before(deadline) {
+			if p := c.pop(t, queuePath(q)+"?batch=100&wait=true&timeout=1000&autoAck=true"); p != nil {
+				got = append(got, p.Messages...)
+			}
+		}
+		if len(got) != len(buffered) {
+			t.Fatalf("after maintenance: popped %d messages, want the %d buffered ones", len(got), len(buffered))
+		}
+		for i := range got {
+			if got[i].ID != buffered[i].MessageID {
+				t.Fatalf("message %d popped is %s, want %s (the buffered ones in order)", i, got[i].ID, buffered[i].MessageID)
+			}
+		}
+		c.popNone(t, queuePath(q))
+		// Replay freed the spool: maintenance spools again.
+		wantJSON(t, c.do(t, "POST", "/api/v1/system/maintenance", `{"enabled":true}`), http.StatusOK, &on)
+		if r := c.pushRaw(t, []map[string]any{item(q, map[string]any{"after": true})})[0]; r.Status != "buffered" {
+			t.Fatalf("push after replay freed the spool: %+v, want buffered", r)
 		}
 	})
 

@@ -104,6 +104,7 @@ type Broker struct {
 	purge          *service.Loop // frees the space of deleted queues
 	dbDown         atomic.Bool   // a store write failed; cleared by a good ping
 	spoolBroken    atomic.Bool   // the last spool write failed
+	spoolFull      atomic.Bool   // the last spool write was refused for the cap
 	maintenance    atomic.Bool   // push maintenance: pushes go to the spool
 	popMaintenance atomic.Bool   // pop maintenance: pops answer empty
 	// settingsGen counts the modes this broker set, under settingsMu, so

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/spool"
 	"github.com/queen-go/queen/internal/store"
 )
@@ -185,17 +186,29 @@ func (b *Broker) spoolPush(items []store.PushItem) []store.PushResult {
 	b.sealKnown(items) // no plaintext in the spool for queues known to seal (encrypt.go)
 	res := make([]store.PushResult, len(items))
 	err := b.spool.Append(items)
-	if err != nil {
+	reason := api.ReasonSpoolWrite
+	switch {
+	case errors.Is(err, spool.ErrFull):
+		// The disk works; the cap said no. Logged once per spell of a full
+		// spool (queen_spool_full_refusals_total counts every item), not
+		// once per push of a flood.
+		reason = api.ReasonSpoolFull
+		if !b.spoolFull.Swap(true) {
+			b.log.Warn("spool full; pushes fail until replay frees it", "items", len(items), "err", err)
+		}
+	case err != nil:
 		b.spoolBroken.Store(true)
 		b.log.Error("spool write failed; items not stored", "items", len(items), "err", err)
-	} else {
+	default:
 		b.spoolBroken.Store(false)
+		if b.spoolFull.Swap(false) {
+			b.log.Info("spool takes pushes again")
+		}
 	}
 	for i := range items {
 		if err != nil {
 			// The error names files of the broker: it goes to the log.
-			res[i] = store.PushResult{Status: store.PushFailed,
-				Error: "database unavailable and the disk buffer could not be written; the broker's log has the details"}
+			res[i] = store.PushResult{Status: store.PushFailed, Error: reason}
 			continue
 		}
 		res[i] = store.PushResult{Status: store.PushBuffered, MessageID: items[i].MessageID}

@@ -156,7 +156,7 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		PGSchema: "queen", PGStatementTimeout: 30 * time.Second, PGUser: "postgres",
 		LogFormat: logging.FormatText, LogLevel: slog.LevelInfo,
 		server: server.Config{
-			SpoolDir: "queen-data/spool", NameCacheSize: 50000,
+			SpoolDir: "queen-data/spool", SpoolMaxBytes: 1 << 30, NameCacheSize: 50000,
 			BodyMinRate: 1024, IdleTimeout: 120 * time.Second, MaxConnections: 16384, MaxPollTimeout: time.Hour, MaxHeaderBytes: 65536,
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 			MaxBodyBytes:          64 << 20,

@@ -138,16 +138,31 @@ func (m *Metrics) WatchPool(pool func() store.PoolUsage) {
 	)
 }
 
+// Spool is what WatchSpool reads of the disk spool.
+type Spool interface {
+	Pending() int64
+	DeadLettered() int64
+	Bytes() int64
+	RefusedFull() int64
+}
+
 // WatchSpool reports the disk spool at scrape time: pushes waiting for
-// replay, and pushes the database refused at replay, set aside.
-func (m *Metrics) WatchSpool(pending, deadLettered func() int64) {
+// replay, pushes the database refused at replay, set aside, the bytes on
+// disk the size cap bounds, and the items refused for that cap.
+func (m *Metrics) WatchSpool(sp Spool) {
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "queen_spool_pending", Help: "Pushes in the disk spool waiting to be replayed.",
-		}, func() float64 { return float64(pending()) }),
+		}, func() float64 { return float64(sp.Pending()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "queen_spool_dead_letters", Help: "Spooled pushes the database refused, set aside in the dead-letter file.",
-		}, func() float64 { return float64(deadLettered()) }),
+		}, func() float64 { return float64(sp.DeadLettered()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "queen_spool_bytes", Help: "Bytes of the disk spool's segments, which FILE_BUFFER_MAX_BYTES caps.",
+		}, func() float64 { return float64(sp.Bytes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "queen_spool_full_refusals_total", Help: "Push items failed because the disk spool was at its size cap.",
+		}, func() float64 { return float64(sp.RefusedFull()) }),
 	)
 }
 

@@ -70,6 +70,10 @@ type Config struct {
 	// SpoolDir is the disk buffer for pushes the store cannot take
 	// (FILE_BUFFER_DIR); "" disables it, and such pushes then fail.
 	SpoolDir string
+	// SpoolMaxBytes caps the bytes the spool holds on disk
+	// (FILE_BUFFER_MAX_BYTES); past it, pushes the spool would take fail. 0
+	// is no cap.
+	SpoolMaxBytes int64
 	// Version is reported by /health.
 	Version string
 
@@ -207,7 +211,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 		NameCacheSize: cfg.NameCacheSize, Now: cfg.Now}
 	var sp *spool.Spool
 	if cfg.SpoolDir != "" {
-		if sp, err = spool.Open(cfg.SpoolDir); err != nil {
+		if sp, err = spool.OpenMax(cfg.SpoolDir, cfg.SpoolMaxBytes); err != nil {
 			return nil, err
 		}
 		if n := sp.Pending(); n > 0 {
@@ -217,7 +221,7 @@ func New(cfg Config, st store.Store) (*Server, error) {
 			log.Warn("spooled pushes the database refused are set aside", "items", n, "file", sp.DeadLetterPath())
 		}
 		bcfg.Spool = sp
-		m.WatchSpool(sp.Pending, sp.DeadLettered)
+		m.WatchSpool(sp)
 	}
 
 	b := broker.New(st, bcfg)

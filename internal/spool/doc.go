@@ -16,6 +16,12 @@
 // a segment whose replay a crash interrupted is replayed from its start. A
 // replay stopped by an outage resumes at the batch that failed.
 //
+// # Size cap
+//
+// OpenMax bounds the bytes the segments hold on disk: an Append that would
+// pass the cap is refused whole with ErrFull, and replay frees a segment's
+// bytes as it deletes it. The count starts from the segments found at open.
+//
 // # Record format
 //
 // A record is a 4-byte big-endian length followed by a JSON object holding

@@ -55,9 +55,14 @@ func (s *Spool) Replay(ctx context.Context, batch int, push func(ctx context.Con
 		if err != nil {
 			return total, err
 		}
+		fi, err := os.Stat(name)
+		if err != nil {
+			return total, fmt.Errorf("spool: %w", err)
+		}
 		if err := os.Remove(name); err != nil {
 			return total, fmt.Errorf("spool: remove %s: %w", name, err)
 		}
+		s.bytes.Add(-fi.Size())
 		delete(s.done, name)
 	}
 	return total, nil

@@ -23,11 +23,22 @@ const (
 	maxRecord = 64 << 20
 )
 
+// ErrFull is the error of an Append that would take the spool past its
+// size cap: none of its items is spooled.
+var ErrFull = errors.New("spool: size cap reached")
+
 // Spool is a directory of segment files. It is safe for concurrent use.
 //
 // Lock order: replayMu, then mu, then countMu or syncMu.
 type Spool struct {
-	dir string
+	dir      string
+	maxBytes int64 // cap of the segments' bytes on disk; 0 is no cap
+
+	// bytes is the size of the segments on disk: raised by Append under mu,
+	// lowered by replay as it deletes a segment.
+	bytes atomic.Int64
+	// refusedFull counts the items Append refused for the cap.
+	refusedFull atomic.Int64
 
 	mu      sync.Mutex // guards cur, seq, size, torn, written; serialises writes and seals
 	cur     *os.File
@@ -60,16 +71,26 @@ type Spool struct {
 }
 
 // Open opens (creating) the spool directory, seals segments left open by a
-// previous process and counts the records waiting to be replayed.
-func Open(dir string) (*Spool, error) {
+// previous process and counts the records waiting to be replayed. The spool
+// has no size cap.
+func Open(dir string) (*Spool, error) { return OpenMax(dir, 0) }
+
+// OpenMax is Open with a cap on the bytes the segments hold on disk
+// (FILE_BUFFER_MAX_BYTES; 0 or less is no cap). An Append that would pass it
+// fails with ErrFull; segments already on disk when the spool opens count
+// against it, and replay frees their bytes as it deletes them. The
+// dead-letter file is not counted: it holds only items that came through
+// the spool already.
+func OpenMax(dir string, maxBytes int64) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("spool: create %s: %w", dir, err)
 	}
 	s := &Spool{
-		dir:     dir,
-		counts:  make(map[PartitionKey]int64),
-		done:    make(map[string]int64),
-		dropped: make(chan struct{}),
+		dir:      dir,
+		maxBytes: max(maxBytes, 0),
+		counts:   make(map[PartitionKey]int64),
+		done:     make(map[string]int64),
+		dropped:  make(chan struct{}),
 	}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	open, err := filepath.Glob(filepath.Join(dir, "*"+openSuffix))
@@ -92,6 +113,11 @@ func Open(dir string) (*Spool, error) {
 		}
 		s.hold(keys)
 		s.pending.Add(int64(damaged))
+		fi, err := os.Stat(name)
+		if err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		s.bytes.Add(fi.Size())
 	}
 	n, err := countDeadLetters(s.DeadLetterPath())
 	if err != nil {
@@ -104,10 +130,19 @@ func Open(dir string) (*Spool, error) {
 // Pending reports how many records wait to be replayed.
 func (s *Spool) Pending() int64 { return s.pending.Load() }
 
+// Bytes reports the size of the segments on disk, which the cap bounds.
+func (s *Spool) Bytes() int64 { return s.bytes.Load() }
+
+// RefusedFull reports how many items appends refused for the size cap since
+// the spool opened.
+func (s *Spool) RefusedFull() int64 { return s.refusedFull.Load() }
+
 // Append writes items as one durable write: when it returns nil, the items
 // survive a crash. Concurrent appends share fsyncs. When it returns an
 // error, none of the items is spooled, except after a failed write that
-// could not be undone, whose complete records may still be replayed.
+// could not be undone, whose complete records may still be replayed. Items
+// that would take the spool past its cap are refused whole with ErrFull:
+// one push is spooled entirely or not at all.
 func (s *Spool) Append(items []store.PushItem) error {
 	var buf []byte
 	keys := make([]PartitionKey, len(items))
@@ -119,6 +154,13 @@ func (s *Spool) Append(items []store.PushItem) error {
 		keys[i] = keyOf(&items[i])
 	}
 	s.mu.Lock()
+	// Checked and raised under s.mu, so concurrent appends cannot pass the
+	// cap together; replay only lowers it.
+	if s.maxBytes > 0 && s.bytes.Load()+int64(len(buf)) > s.maxBytes {
+		s.mu.Unlock()
+		s.refusedFull.Add(int64(len(items)))
+		return fmt.Errorf("%w: %d bytes on disk, %d more asked, cap %d", ErrFull, s.bytes.Load(), len(buf), s.maxBytes)
+	}
 	if s.torn {
 		if err := s.sealLocked(); err != nil {
 			s.mu.Unlock()
@@ -136,11 +178,13 @@ func (s *Spool) Append(items []store.PushItem) error {
 			// The complete records before the torn one stay and will be
 			// replayed, so they must be counted.
 			s.hold(keys[:completeRecords(buf[:n])])
+			s.bytes.Add(int64(n))
 		}
 		s.mu.Unlock()
 		return fmt.Errorf("spool: write: %w", err)
 	}
 	s.size += int64(len(buf))
+	s.bytes.Add(int64(len(buf)))
 	s.written++
 	mine := s.written
 	// Counted before s.mu is released, so before replay can see the

@@ -281,3 +281,65 @@ func TestCompleteRecords(t *testing.T) {
 		}
 	}
 }
+
+func TestCapRefusesAppendsPastItWholeUntilReplayFreesSpace(t *testing.T) {
+	dir := t.TempDir()
+	one := len(mustRecord(t, items(0, 1)))
+	s, err := OpenMax(dir, int64(3*one))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(items(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// Two more records would make four: the whole append is refused.
+	if err := s.Append(items(2, 2)); !errors.Is(err, ErrFull) {
+		t.Fatalf("append past the cap: %v, want ErrFull", err)
+	}
+	if err := s.Append(items(2, 1)); err != nil {
+		t.Fatalf("append up to the cap: %v", err)
+	}
+	if err := s.Append(items(3, 1)); !errors.Is(err, ErrFull) {
+		t.Fatalf("append at the cap: %v, want ErrFull", err)
+	}
+	if s.Pending() != 3 || s.Bytes() != int64(3*one) || s.RefusedFull() != 3 {
+		t.Fatalf("pending %d, bytes %d, refused %d; want 3, %d, 3", s.Pending(), s.Bytes(), s.RefusedFull(), 3*one)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart counts the segments left on disk against the cap.
+	s, err = OpenMax(dir, int64(3*one))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Bytes() != int64(3*one) {
+		t.Fatalf("bytes after reopening %d, want %d", s.Bytes(), 3*one)
+	}
+	if err := s.Append(items(3, 1)); !errors.Is(err, ErrFull) {
+		t.Fatalf("append at the cap after reopening: %v, want ErrFull", err)
+	}
+	got := collect(t, s, 10)
+	if len(got) != 3 || got[0].TransactionID != "0" || got[2].TransactionID != "2" {
+		t.Fatalf("replayed %+v, want the 3 accepted items in order", got)
+	}
+	if s.Bytes() != 0 {
+		t.Fatalf("bytes after replay %d, want 0", s.Bytes())
+	}
+	if err := s.Append(items(3, 3)); err != nil {
+		t.Fatalf("append after replay freed the spool: %v", err)
+	}
+}
+
+func mustRecord(t *testing.T, its []store.PushItem) []byte {
+	t.Helper()
+	var buf []byte
+	for i := range its {
+		var err error
+		if buf, err = appendRecord(buf, &its[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf
+}
