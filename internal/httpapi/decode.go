@@ -29,13 +29,15 @@ func badQuery(format string, args ...any) error {
 }
 
 // presizeMax bounds the buffer readBody allocates up front from a
-// Content-Length, which the client chooses.
-const presizeMax = 1 << 20
+// Content-Length, which the client chooses and need not send: a request
+// declaring 1 MiB that sends 10 bytes must not hold 1 MiB. Past it, the
+// buffer grows as bytes arrive.
+const presizeMax = 64 << 10
 
 // readBody reads the whole (already size-capped) request body. With a
-// Content-Length it reads into one buffer of that size: io.ReadAll starts
-// small and doubles, which allocated about twice each push body (an eighth
-// of the allocation of a push at batch 100).
+// Content-Length it starts with one buffer of that size, up to presizeMax:
+// io.ReadAll starts small and doubles, which allocated about twice each
+// push body (an eighth of the allocation of a push at batch 100).
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := readAll(r.Body, r.ContentLength)
 	if err != nil {
@@ -55,14 +57,16 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// readAll is io.ReadAll with a first buffer of size bytes and room to see
-// the end (bytes.Buffer reads on while MinRead bytes are free) when size is
-// known and not over presizeMax.
+// readAll is io.ReadAll with a first buffer of size bytes, at most
+// presizeMax, and room to see the end (bytes.Buffer reads on while MinRead
+// bytes are free). A larger body grows the buffer by doubling, with what
+// has arrived, so memory follows the bytes received rather than the bytes
+// announced.
 func readAll(r io.Reader, size int64) ([]byte, error) {
-	if size <= 0 || size > presizeMax {
+	if size <= 0 {
 		return io.ReadAll(r)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, presizeMax)+bytes.MinRead))
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }
