@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/MicahParks/jwkset"
+
+	"github.com/queen-go/queen/internal/service"
 )
 
 // maxJWKSBytes bounds a JWKS document; real ones are a few kilobytes.
@@ -165,7 +167,12 @@ func (j *jwks) startLocked() chan struct{} {
 	j.inflight = done
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-		err := j.fetch(ctx)
+		var err error
+		// A panic fails this fetch (and the requests waiting for it), not
+		// the broker; the next one is tried as after any failed fetch.
+		if service.Protect(j.log, "jwks-fetch", func() { err = j.fetch(ctx) }) {
+			err = errors.New("JWKS fetch failed (a panic; the broker's log has its stack)")
+		}
 		cancel()
 		j.mu.Lock()
 		j.inflight, j.lastErr = nil, err

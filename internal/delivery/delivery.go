@@ -294,7 +294,10 @@ func (s *Service) start(ctx context.Context, t *target) *running {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			s.work(ctx, t)
+			// A panic (a message the delivery path chokes on) stops this
+			// worker for a backoff, not the broker; the message's lease
+			// expires and it comes back.
+			service.Supervise(ctx, s.log, "delivery worker "+t.id, func(ctx context.Context) { s.work(ctx, t) })
 		}()
 	}
 	s.log.Debug("delivery target started", "target", t.id, "queue", t.doc.Queue, "workers", n)

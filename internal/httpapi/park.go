@@ -3,15 +3,18 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/queen-go/queen/internal/broker"
+	"github.com/queen-go/queen/internal/service"
 )
 
 // Parking is where the connections of long polls wait outside net/http.
@@ -64,6 +67,11 @@ type parkedPoll struct {
 	shape  requestShape
 	method string
 	ahead  []byte // bytes of the client's next request, read while parked
+
+	// How far the answer got, for a panic's recovery (recoverPanic).
+	written  bool // the answer's bytes went to the connection (or it was gone)
+	finished bool // the request was counted
+	resumed  bool // the connection was handed back or closed
 }
 
 // requestShape is what of a request decides how its answer is framed and
@@ -122,6 +130,7 @@ func (a *adapter) park(w http.ResponseWriter, r *http.Request, pp *broker.Parked
 // or at once when the broker wakes the poll (Notify moves the deadline to
 // the past). One goroutine per parked poll, blocked where it costs least.
 func (k *parkedPoll) run() {
+	defer k.recoverPanic()
 	pp, conn := k.pp, k.conn
 	// The client's departure is seen by the read, between looks; a look
 	// runs to its end, as the first one did.
@@ -175,6 +184,7 @@ func (k *parkedPoll) answer(res *broker.PopResponse, err error, gone bool) {
 		writePop(e, res)
 	}
 	out, closeAfter := appendResponse(nil, k.shape, !a.parking.Closing(), k.rec.status, k.rec.h, k.rec.body)
+	k.written = true
 	if !gone {
 		_ = k.conn.SetWriteDeadline(time.Now().Add(a.writeTimeout))
 		if _, werr := k.conn.Write(out); werr != nil {
@@ -182,13 +192,63 @@ func (k *parkedPoll) answer(res *broker.PopResponse, err error, gone bool) {
 		}
 		_ = k.conn.SetWriteDeadline(time.Time{})
 	}
+	k.finished = true
 	a.finish(ctx, e, k.method)
 	if gone || closeAfter || !k.awaitNext() {
+		k.resumed = true
 		_ = k.conn.Close()
 		a.parking.Resume(k.conn, nil)
 		return
 	}
+	k.resumed = true
 	a.parking.Resume(k.conn, &replayConn{Conn: k.conn, ahead: k.ahead})
+}
+
+// errParkedPanic is the error a parked poll that panicked answers: a 500,
+// its detail in the log.
+var errParkedPanic = errors.New("panic in a parked long poll (the log has its stack)")
+
+// recoverPanic contains a panic of the parked poll's goroutine, which
+// net/http does not watch: logged with the request id and the stack, the
+// poll taken off the broker's hub, a 500 answered if nothing was written
+// yet, the request counted and the connection closed and handed back. The
+// process and every other request go on.
+func (k *parkedPoll) recoverPanic() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	a, e := k.a, k.e
+	a.log.Error("panic recovered in a parked long poll", "requestId", e.id, "route", e.rt.Name,
+		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	// The recovery must not panic the process either.
+	service.Protect(a.log, "parked-poll "+e.id, func() {
+		k.pp.Leave()
+		ctx := context.WithValue(context.Background(), exchangeKey{}, e)
+		if !k.written {
+			k.written = true
+			// Whatever the answer held before the panic goes; the headers
+			// set before parking (request id, CORS) stay.
+			e.status, k.rec.status, k.rec.body = 0, 0, nil
+			for _, h := range []string{"Content-Type", "Content-Length", "Transfer-Encoding"} {
+				k.rec.h.Del(h)
+			}
+			r := (&http.Request{Method: k.method}).WithContext(ctx)
+			a.writeError(e, r, e.rt, errParkedPanic, e.rt.Envelope)
+			out, _ := appendResponse(nil, k.shape, false, k.rec.status, k.rec.h, k.rec.body)
+			_ = k.conn.SetWriteDeadline(time.Now().Add(a.writeTimeout))
+			_, _ = k.conn.Write(out)
+		}
+		if !k.finished {
+			k.finished = true
+			a.finish(ctx, e, k.method)
+		}
+	})
+	if !k.resumed {
+		k.resumed = true
+		_ = k.conn.Close()
+		a.parking.Resume(k.conn, nil)
+	}
 }
 
 // awaitNext waits, up to the server's idle timeout as net/http does between

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -117,6 +120,7 @@ func (a *adapter) serveOne(rt *Route, guarded bool, w http.ResponseWriter, r *ht
 	e.idHeader[0] = e.id
 	w.Header()[requestIDHeader] = e.idHeader[:]
 	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, e))
+	defer a.recoverHandler(e, r, rt)
 
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(start.Add(a.writeTimeout))
@@ -158,6 +162,35 @@ func (a *adapter) serveOne(rt *Route, guarded bool, w http.ResponseWriter, r *ht
 	if !e.parked {
 		a.finish(r.Context(), e, r.Method)
 	}
+}
+
+// errHandlerPanic is the error a handler that panicked answers: a 500, its
+// detail in the log.
+var errHandlerPanic = errors.New("panic in a handler (the log has its stack)")
+
+// recoverHandler turns a handler's panic into a 500 with the request id in
+// the log, where net/http alone would drop the connection without an answer
+// and log no request id. An answer already begun cannot be taken back: the
+// connection is then aborted, as net/http does.
+func (a *adapter) recoverHandler(e *exchange, r *http.Request, rt *Route) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler { // net/http's own sentinel, passed on as is
+		panic(v)
+	}
+	a.log.Error("panic recovered in a handler", "requestId", e.id, "route", rt.Name, "method", r.Method,
+		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	if e.parked {
+		return // the parked poll owns the connection now
+	}
+	if e.status != 0 {
+		a.finish(r.Context(), e, r.Method)
+		panic(http.ErrAbortHandler)
+	}
+	a.writeError(e, r, rt, errHandlerPanic, rt.Envelope)
+	a.finish(r.Context(), e, r.Method)
 }
 
 // finish counts an answered request and logs it at debug level.

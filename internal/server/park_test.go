@@ -7,17 +7,20 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
@@ -408,4 +411,137 @@ func TestParkedPollOverTLS(t *testing.T) {
 	if n := conns.Load(); n != before {
 		t.Errorf("%d new connections after the parked poll; want its connection reused", n-before)
 	}
+}
+
+// panickyStore panics in LanePop while armed: a look of a parked poll, woken
+// by a push, runs into it on the poll's own goroutine.
+type panickyStore struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *panickyStore) LanePop(ctx context.Context, p *store.LanePopParams) (*store.PopResult, error) {
+	if s.armed.Load() {
+		panic("lane pop exploded")
+	}
+	return s.Store.LanePop(ctx, p)
+}
+
+func TestParkedPollThatPanicsAnswers500AndTheBrokerLives(t *testing.T) {
+	inner, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &panickyStore{Store: inner}
+	var logged syncLog
+	srv, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st)
+	if err != nil {
+		inner.Close()
+		t.Fatal(err)
+	}
+	ln := listen(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		<-served
+		inner.Close()
+	})
+	addr := ln.Addr().String()
+	base := "http://" + addr
+
+	c := dialRaw(t, addr)
+	c.send("HTTP/1.1", "GET", "/api/v1/pop/queue/boom?wait=true&timeout=30000", []string{"X-Request-Id: poll-that-panics"}, "")
+	waitParked(t, base, 1)
+	st.armed.Store(true)
+	pushOne(t, base, "boom", `{"n":1}`) // wakes the poll, whose look panics
+	got, closed := c.read()
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 500 ")) || !bytes.Contains(got, []byte("X-Request-Id: poll-that-panics")) {
+		t.Fatalf("answer of the parked poll that panicked:\n%s\nwant a 500 with its request id", got)
+	}
+	if !closed {
+		t.Errorf("the connection of the poll that panicked stayed open")
+	}
+	waitParked(t, base, 0)
+	for _, want := range []string{"panic recovered in a parked long poll", "requestId=poll-that-panics", "lane pop exploded", "park.go"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logged.String())
+		}
+	}
+
+	// The broker lives: the message the push stored is popped by the next
+	// poll once the store behaves again.
+	st.armed.Store(false)
+	resp, err := http.Get(base + "/api/v1/pop/queue/boom?wait=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"data":{"n":1}`) {
+		t.Fatalf("pop after the panic: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestHandlerThatPanicsAnswers500WithItsRequestID(t *testing.T) {
+	inner, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &panickyStore{Store: inner}
+	st.armed.Store(true)
+	var logged syncLog
+	srv, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st)
+	if err != nil {
+		inner.Close()
+		t.Fatal(err)
+	}
+	ln := listen(t)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+		inner.Close()
+	})
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/v1/pop/queue/boom?wait=false", nil)
+	req.Header.Set("X-Request-Id", "handler-that-panics")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a pop whose handler panics: %v, want a 500", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || resp.Header.Get("X-Request-Id") != "handler-that-panics" {
+		t.Fatalf("a pop whose handler panics: %d %v %s, want a 500 with its request id", resp.StatusCode, resp.Header, body)
+	}
+	for _, want := range []string{"panic recovered in a handler", "requestId=handler-that-panics", "lane pop exploded"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logged.String())
+		}
+	}
+}
+
+// syncLog is a log destination tests read while the server writes to it.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

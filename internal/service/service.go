@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -51,6 +52,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if len(s.started) > 0 {
 		return errors.New("service: supervisor already started")
 	}
+	// Loops and funcs started under ctx, those a service wraps included,
+	// log their panics and restarts here.
+	ctx = context.WithValue(ctx, loggerKey{}, s.log)
 	for _, svc := range s.services {
 		if err := svc.Start(ctx); err != nil {
 			for i := len(s.started) - 1; i >= 0; i-- {
@@ -76,8 +80,22 @@ func (s *Supervisor) Stop() {
 	s.started = nil
 }
 
+// loggerKey carries the supervisor's logger in the context it starts
+// services with.
+type loggerKey struct{}
+
+// loggerOf is the logger of the supervisor that started ctx's service; a
+// service started outside one (a test, a tool) still reports its panics,
+// to slog's default logger.
+func loggerOf(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
 // runner is the start/stop plumbing shared by Loop and Func: one goroutine,
-// cancelled and awaited by Stop.
+// cancelled and awaited by Stop, which restarts the work after a panic.
 type runner struct {
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -85,7 +103,7 @@ type runner struct {
 	stopped bool
 }
 
-func (r *runner) start(ctx context.Context, run func(ctx context.Context)) error {
+func (r *runner) start(ctx context.Context, name string, run func(ctx context.Context)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done != nil || r.stopped {
@@ -93,11 +111,74 @@ func (r *runner) start(ctx context.Context, run func(ctx context.Context)) error
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.done = make(chan struct{})
+	log := loggerOf(ctx)
 	go func() {
 		defer close(r.done)
-		run(ctx)
+		Supervise(ctx, log, name, run)
 	}()
 	return nil
+}
+
+// Restart backoff after a panic: from restartMin, doubled on every panic
+// that follows a short run, up to restartMax; a run that lasted longer than
+// restartMax starts the sequence again.
+const (
+	restartMin = 100 * time.Millisecond
+	restartMax = 30 * time.Second
+)
+
+// Supervise runs fn(ctx) until it returns without panicking or ctx ends.
+// A panic is logged with name and its stack, and fn runs again after a
+// backoff, so that one bad input or state takes down one job for a while,
+// not the process for every tenant, and a panic loop does not spin.
+func Supervise(ctx context.Context, log *slog.Logger, name string, fn func(ctx context.Context)) {
+	supervise(ctx, log, name, fn, pause)
+}
+
+// pause waits d or until ctx ends, and reports whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func supervise(ctx context.Context, log *slog.Logger, name string, fn func(ctx context.Context),
+	wait func(ctx context.Context, d time.Duration) bool) {
+	backoff := restartMin
+	for {
+		began := time.Now()
+		if !Protect(log, name, func() { fn(ctx) }) || ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > restartMax {
+			backoff = restartMin
+		}
+		log.Warn("service restarting after a panic", "service", name, "in", backoff)
+		if !wait(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, restartMax)
+	}
+}
+
+// Protect runs fn and reports whether it panicked; a panic is recovered and
+// logged at error level with name (the service or goroutine) and the stack.
+// Goroutines that are not services (a worker, a fetch) use it to fail one
+// piece of work instead of the process.
+func Protect(log *slog.Logger, name string, fn func()) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			log.Error("panic recovered", "service", name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	fn()
+	return false
 }
 
 func (r *runner) stop() {
@@ -123,7 +204,8 @@ type Loop struct {
 }
 
 // NewLoop returns a loop that runs fn once at start, then every `every` and
-// after each Kick. fn must return promptly once ctx ends.
+// after each Kick. fn must return promptly once ctx ends. A panic in fn is
+// logged and the loop starts again after a backoff (see Supervise).
 func NewLoop(name string, every time.Duration, fn func(ctx context.Context)) *Loop {
 	return &Loop{name: name, every: every, fn: fn, kick: make(chan struct{}, 1)}
 }
@@ -142,7 +224,7 @@ func (l *Loop) Kick() {
 
 // Start implements Service.
 func (l *Loop) Start(ctx context.Context) error {
-	return l.run.start(ctx, func(ctx context.Context) {
+	return l.run.start(ctx, l.name, func(ctx context.Context) {
 		tick := time.NewTicker(l.every)
 		defer tick.Stop()
 		for {
@@ -169,7 +251,8 @@ type Func struct {
 }
 
 // NewFunc returns a service running fn(ctx) once; fn must return when ctx
-// ends.
+// ends. A panic in fn is logged and fn runs again after a backoff (see
+// Supervise).
 func NewFunc(name string, fn func(ctx context.Context)) *Func {
 	return &Func{name: name, fn: fn}
 }
@@ -178,7 +261,7 @@ func NewFunc(name string, fn func(ctx context.Context)) *Func {
 func (f *Func) Name() string { return f.name }
 
 // Start implements Service.
-func (f *Func) Start(ctx context.Context) error { return f.run.start(ctx, f.fn) }
+func (f *Func) Start(ctx context.Context) error { return f.run.start(ctx, f.name, f.fn) }
 
 // Stop implements Service.
 func (f *Func) Stop() { f.run.stop() }

@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,4 +131,112 @@ func TestExclusive(t *testing.T) {
 	if ran != 1 || free.released != 1 {
 		t.Fatalf("ran %d released %d, want 1 and 1", ran, free.released)
 	}
+}
+
+type wrapper struct{ f *Func }
+
+func (w wrapper) Name() string                    { return "wrapper" }
+func (w wrapper) Start(ctx context.Context) error { return w.f.Start(ctx) }
+func (w wrapper) Stop()                           { w.f.Stop() }
+
+// syncBuffer is a log destination tests read while services write to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestServiceThatPanicsIsRestartedAndKeepsWorking(t *testing.T) {
+	for _, kind := range []string{"loop", "func", "wrapped"} {
+		t.Run(kind, func(t *testing.T) {
+			var out syncBuffer
+			log := slog.New(slog.NewTextHandler(&out, nil))
+			var runs atomic.Int32
+			step := func(ctx context.Context) {
+				if n := runs.Add(1); n == 1 {
+					var none []int
+					none[n]++ // a real runtime panic: index out of range
+				}
+			}
+			var svc Service
+			switch kind {
+			case "loop":
+				svc = NewLoop("panicky", time.Hour, step)
+			case "func":
+				svc = NewFunc("panicky", func(ctx context.Context) { step(ctx); <-ctx.Done() })
+			default:
+				// A service of its own that starts a loop (as the metrics
+				// sampler does) logs through the supervisor too.
+				svc = wrapper{NewFunc("panicky", func(ctx context.Context) { step(ctx); <-ctx.Done() })}
+			}
+			s := NewSupervisor(log, svc)
+			if err := s.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			waitFor(t, "the service ran again after its panic", func() bool { return runs.Load() >= 2 })
+			if l, ok := svc.(*Loop); ok {
+				l.Kick() // and it keeps working: the loop takes kicks
+				waitFor(t, "the restarted loop ran on a kick", func() bool { return runs.Load() >= 3 })
+			}
+			logged := out.String()
+			for _, want := range []string{"panic recovered", "service=panicky", "index out of range",
+				"service_test.go", "service restarting after a panic"} {
+				if !strings.Contains(logged, want) {
+					t.Errorf("log lacks %q:\n%s", want, logged)
+				}
+			}
+		})
+	}
+}
+
+func TestRestartsBackOffSoAPanicLoopDoesNotSpin(t *testing.T) {
+	var waits []time.Duration
+	runs := 0
+	supervise(context.Background(), slog.New(slog.DiscardHandler), "always", func(context.Context) {
+		runs++
+		panic("always")
+	}, func(_ context.Context, d time.Duration) bool {
+		waits = append(waits, d)
+		return len(waits) < 12
+	})
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+		800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond,
+		12800 * time.Millisecond, 25600 * time.Millisecond, 30 * time.Second, 30 * time.Second, 30 * time.Second}
+	if !slices.Equal(waits, want) || runs != 12 {
+		t.Fatalf("%d runs, waits %v; want 12 runs and waits %v", runs, waits, want)
+	}
+}
+
+func TestStopEndsTheBackoffOfAPanickedService(t *testing.T) {
+	var runs atomic.Int32
+	f := NewFunc("always", func(context.Context) { runs.Add(1); panic("always") })
+	ctx := context.WithValue(context.Background(), loggerKey{}, slog.New(slog.DiscardHandler))
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the service ran", func() bool { return runs.Load() >= 1 })
+	f.Stop() // returns although the service waits to restart
 }

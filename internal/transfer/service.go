@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/api"
+	"github.com/queen-go/queen/internal/service"
 	"github.com/queen-go/queen/internal/store"
 )
 
@@ -154,15 +155,9 @@ func (s Service) Start(ctx context.Context, t api.MigrationStart) error {
 	go func() {
 		defer closeDst()
 		ctx := context.Background()
-		j.set("copying")
-		rep, err := CopyEngine(ctx, s.cfg.Source, dst, Options{Batch: s.cfg.Batch, Progress: func(p Progress) {
-			j.mu.Lock()
-			j.copied, j.total = p.Messages, p.Total
-			j.step = fmt.Sprintf("copying messages: %d of %d", p.Messages, p.Total)
-			j.mu.Unlock()
-		}})
-		if err == nil && !rep.Match() {
-			err = fmt.Errorf("the counts differ after the copy: %v", rep)
+		var err error
+		if service.Protect(s.cfg.Logger, "migration", func() { err = s.copy(ctx, j, dst) }) {
+			err = errors.New("the copy stopped on an internal error (a panic; the broker's log has its stack)")
 		}
 		if err != nil && turnedOn {
 			// Nothing moved: pushes go to this broker's database again.
@@ -173,6 +168,21 @@ func (s Service) Start(ctx context.Context, t api.MigrationStart) error {
 		s.finish(err, t.Password)
 	}()
 	return nil
+}
+
+// copy copies the source engine to dst, reporting its progress in j.
+func (s Service) copy(ctx context.Context, j *job, dst store.TransferStore) error {
+	j.set("copying")
+	rep, err := CopyEngine(ctx, s.cfg.Source, dst, Options{Batch: s.cfg.Batch, Progress: func(p Progress) {
+		j.mu.Lock()
+		j.copied, j.total = p.Messages, p.Total
+		j.step = fmt.Sprintf("copying messages: %d of %d", p.Messages, p.Total)
+		j.mu.Unlock()
+	}})
+	if err == nil && !rep.Match() {
+		err = fmt.Errorf("the counts differ after the copy: %v", rep)
+	}
+	return err
 }
 
 func (j *job) set(step string) {
