@@ -61,6 +61,88 @@ type TransferStore interface {
 	ExportKV(ctx context.Context, after TransferKV, limit int) ([]TransferKV, error)
 	// ImportKV writes key/value rows as they were, versions and times kept.
 	ImportKV(ctx context.Context, rows []TransferKV) error
+
+	// The broker's own features, each paged by its key (byte-wise) after
+	// the last row of the previous page, and written back as it was: ids,
+	// states, seals and times kept.
+
+	// ExportTimers returns up to limit timers with an id after afterID,
+	// in every state.
+	ExportTimers(ctx context.Context, afterID string, limit int) ([]TransferTimer, error)
+	ImportTimers(ctx context.Context, rows []TransferTimer) error
+	// ExportEphemeralQueues returns up to limit ephemeral queues' definitions
+	// after (tenant, name) after; their messages are not copied.
+	ExportEphemeralQueues(ctx context.Context, after TransferEphemeralQueue, limit int) ([]TransferEphemeralQueue, error)
+	ImportEphemeralQueues(ctx context.Context, rows []TransferEphemeralQueue) error
+	// ExportStreamsQueries returns up to limit stream queries with an id
+	// after afterID. The import keeps each query's state key, and the
+	// target hands out new keys after the largest imported.
+	ExportStreamsQueries(ctx context.Context, afterID string, limit int) ([]TransferStreamsQuery, error)
+	ImportStreamsQueries(ctx context.Context, rows []TransferStreamsQuery) error
+	// ExportStreamsState returns up to limit state rows a query can reach
+	// (of a state key a query holds) after (state key, partition, key)
+	// after; state left behind by a reset is not copied.
+	ExportStreamsState(ctx context.Context, after TransferStreamsState, limit int) ([]TransferStreamsState, error)
+	ImportStreamsState(ctx context.Context, rows []TransferStreamsState) error
+	// ExportStreamsShards returns up to limit reachable shard sizes after
+	// (state key, partition) after.
+	ExportStreamsShards(ctx context.Context, after TransferStreamsShard, limit int) ([]TransferStreamsShard, error)
+	ImportStreamsShards(ctx context.Context, rows []TransferStreamsShard) error
+	// ExportWebhooks returns up to limit webhook documents (ingress
+	// settings, API keys and signing secrets as stored, delivery targets,
+	// …) after (tenant, kind, id) after. Signed requests' nonces are not
+	// copied.
+	ExportWebhooks(ctx context.Context, after TransferWebhook, limit int) ([]TransferWebhook, error)
+	ImportWebhooks(ctx context.Context, rows []TransferWebhook) error
+}
+
+// TransferTimer is one timer row; times are Unix ms, 0 none.
+type TransferTimer struct {
+	ID, Tenant, Queue, Partition, TransactionID, MessageID string
+	Namespace, Task, ProducerSub                           string
+	Payload                                                []byte
+	Sealed                                                 Seal
+	FireAt                                                 int64
+	Status, Error                                          string
+	CreatedAt, FinishedAt                                  int64
+}
+
+// TransferEphemeralQueue is an ephemeral queue's definition.
+type TransferEphemeralQueue struct {
+	Tenant, Name         string
+	TTLMs                int64
+	MaxMessages          int64
+	CreatedAt, ExpiresAt int64 // Unix ms
+}
+
+// TransferStreamsQuery is a stream query's registration.
+type TransferStreamsQuery struct {
+	ID, Tenant, Name, SourceQueue, SinkQueue, ConfigHash string
+	StateKey                                             int64
+	CreatedAt, UpdatedAt                                 int64 // Unix ms
+}
+
+// TransferStreamsState is one key of a query's state in one partition.
+type TransferStreamsState struct {
+	StateKey         int64
+	PartitionID, Key string
+	Value            []byte
+	WindowEnd        *float64
+	UpdatedAt        int64
+}
+
+// TransferStreamsShard is the size of a query's state in one partition.
+type TransferStreamsShard struct {
+	StateKey               int64
+	PartitionID            string
+	Rows, Bytes, UpdatedAt int64
+}
+
+// TransferWebhook is one webhook document.
+type TransferWebhook struct {
+	Tenant, Kind, ID, Queue string
+	Doc                     []byte
+	CreatedAt, UpdatedAt    int64 // Unix ms
 }
 
 // TransferKV is one key/value row.
@@ -129,5 +211,6 @@ type TransferDeadLetter struct {
 
 // TransferCounts are the rows a migration copies.
 type TransferCounts struct {
-	Queues, Partitions, Messages, ConsumerGroups, DeadLetters, KV int64
+	Queues, Partitions, Messages, ConsumerGroups, DeadLetters, KV   int64
+	Timers, EphemeralQueues, StreamsQueries, StreamsState, Webhooks int64
 }

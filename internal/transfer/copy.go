@@ -14,8 +14,10 @@ import (
 var ErrTargetNotEmpty = errors.New("the target already holds queues")
 
 // Entities are what a copy counts, in the order its report lists them.
-// Key/value state ("kv") comes from a queen-go source only.
-var Entities = []string{"queues", "partitions", "messages", "consumer_groups", "dead_letters", "kv"}
+// Key/value state ("kv") and the features after it come from a queen-go
+// source only.
+var Entities = []string{"queues", "partitions", "messages", "consumer_groups", "dead_letters", "kv",
+	"timers", "ephemeral_queues", "streams_queries", "streams_state", "webhooks"}
 
 // Count is one entity's rows at the source and at the target.
 type Count struct {
@@ -74,7 +76,8 @@ func CheckEmpty(ctx context.Context, dst store.TransferStore) error {
 
 // counts turns store counts into a Report side.
 func countsOf(c store.TransferCounts) []int64 {
-	return []int64{c.Queues, c.Partitions, c.Messages, c.ConsumerGroups, c.DeadLetters, c.KV}
+	return []int64{c.Queues, c.Partitions, c.Messages, c.ConsumerGroups, c.DeadLetters, c.KV,
+		c.Timers, c.EphemeralQueues, c.StreamsQueries, c.StreamsState, c.Webhooks}
 }
 
 func report(src, dst []int64) Report {
@@ -132,22 +135,71 @@ func CopyEngine(ctx context.Context, src, dst store.TransferStore, o Options) (R
 	if err != nil {
 		return nil, err
 	}
-	if err := copyKV(ctx, src, dst, o.batch()); err != nil {
+	if err := copyFeatures(ctx, src, dst, o.batch()); err != nil {
 		return nil, err
 	}
 	return Validate(ctx, src, dst)
 }
 
-// copyKV copies the key/value rows, versions and expiries kept.
-func copyKV(ctx context.Context, src, dst store.TransferStore, batch int) error {
-	var after store.TransferKV
-	for {
-		rows, err := src.ExportKV(ctx, after, batch)
-		if err != nil {
-			return fmt.Errorf("read key/value state: %w", err)
+// copyFeatures copies the state of the broker's own features, each row as
+// it was (versions, ids, seals and times kept), a bounded page at a time.
+func copyFeatures(ctx context.Context, src, dst store.TransferStore, batch int) error {
+	steps := []func() error{
+		func() error {
+			return copyPages(batch, "key/value state", func(a store.TransferKV, n int) ([]store.TransferKV, error) {
+				return src.ExportKV(ctx, a, n)
+			}, func(rows []store.TransferKV) error { return dst.ImportKV(ctx, rows) })
+		},
+		func() error {
+			return copyPages(batch, "timers", func(a store.TransferTimer, n int) ([]store.TransferTimer, error) {
+				return src.ExportTimers(ctx, a.ID, n)
+			}, func(rows []store.TransferTimer) error { return dst.ImportTimers(ctx, rows) })
+		},
+		func() error {
+			return copyPages(batch, "ephemeral queues", func(a store.TransferEphemeralQueue, n int) ([]store.TransferEphemeralQueue, error) {
+				return src.ExportEphemeralQueues(ctx, a, n)
+			}, func(rows []store.TransferEphemeralQueue) error { return dst.ImportEphemeralQueues(ctx, rows) })
+		},
+		func() error {
+			return copyPages(batch, "stream queries", func(a store.TransferStreamsQuery, n int) ([]store.TransferStreamsQuery, error) {
+				return src.ExportStreamsQueries(ctx, a.ID, n)
+			}, func(rows []store.TransferStreamsQuery) error { return dst.ImportStreamsQueries(ctx, rows) })
+		},
+		func() error {
+			return copyPages(batch, "stream state", func(a store.TransferStreamsState, n int) ([]store.TransferStreamsState, error) {
+				return src.ExportStreamsState(ctx, a, n)
+			}, func(rows []store.TransferStreamsState) error { return dst.ImportStreamsState(ctx, rows) })
+		},
+		func() error {
+			return copyPages(batch, "stream state sizes", func(a store.TransferStreamsShard, n int) ([]store.TransferStreamsShard, error) {
+				return src.ExportStreamsShards(ctx, a, n)
+			}, func(rows []store.TransferStreamsShard) error { return dst.ImportStreamsShards(ctx, rows) })
+		},
+		func() error {
+			return copyPages(batch, "webhooks", func(a store.TransferWebhook, n int) ([]store.TransferWebhook, error) {
+				return src.ExportWebhooks(ctx, a, n)
+			}, func(rows []store.TransferWebhook) error { return dst.ImportWebhooks(ctx, rows) })
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
 		}
-		if err := dst.ImportKV(ctx, rows); err != nil {
-			return fmt.Errorf("write key/value state: %w", err)
+	}
+	return nil
+}
+
+// copyPages reads pages of up to batch rows, each after the last row of
+// the one before, and writes each before reading the next.
+func copyPages[T any](batch int, what string, read func(after T, limit int) ([]T, error), write func([]T) error) error {
+	var after T
+	for {
+		rows, err := read(after, batch)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", what, err)
+		}
+		if err := write(rows); err != nil {
+			return fmt.Errorf("write %s: %w", what, err)
 		}
 		if len(rows) < batch {
 			return nil
@@ -261,7 +313,7 @@ func CopyQueen(ctx context.Context, r *QueenReader, dst store.TransferStore, o O
 	if err != nil {
 		return nil, fmt.Errorf("count the target: %w", err)
 	}
-	return report([]int64{src.Queues, src.Partitions, src.Messages, groups, src.DeadLetters, 0}, countsOf(d)), nil
+	return report([]int64{src.Queues, src.Partitions, src.Messages, groups, src.DeadLetters, 0, 0, 0, 0, 0, 0}, countsOf(d)), nil
 }
 
 func copyQueenQueue(ctx context.Context, r *QueenReader, dst store.TransferStore, q QueenQueue,

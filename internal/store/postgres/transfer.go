@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/sqlq"
+	"github.com/queen-go/queen/internal/store/transfersql"
 )
 
 // The migration's reads and writes (store.TransferStore). Offsets are per
@@ -99,6 +101,9 @@ func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error
 		return c, err
 	}
 	err := s.pool.QueryRow(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters, &c.KV)
+	if err == nil {
+		err = transfersql.ReadCounts(s.poolQ(ctx), &c)
+	}
 	if err != nil {
 		return c, wrapErr("postgres: count rows", err)
 	}
@@ -445,4 +450,94 @@ func (s *Store) ImportKV(ctx context.Context, rows []store.TransferKV) error {
 		_, err := t.tx.Exec(t.ctx, sqlXKVInsert, ts, ns, ks, vs, vers, exps, cs, us)
 		return err
 	})
+}
+
+// The broker's own features: the SQL is transfersql's, shared with the
+// other engine.
+
+// transferDialect is what transfersql needs of this engine.
+var transferDialect = transfersql.Dialect{
+	Text:          func(b []byte) any { return b },
+	StateKeysPast: `SELECT setval('streams_state_keys', greatest($1::bigint, (SELECT last_value FROM streams_state_keys)))`,
+}
+
+// ExportTimers returns a page of timers.
+func (s *Store) ExportTimers(ctx context.Context, afterID string, limit int) ([]store.TransferTimer, error) {
+	out, err := transfersql.ExportTimers(s.poolQ(ctx), afterID, limit)
+	return out, exportErr("export timers", err)
+}
+
+// ImportTimers writes timers as they were.
+func (s *Store) ImportTimers(ctx context.Context, rows []store.TransferTimer) error {
+	return s.transferWrite(ctx, "import timers", len(rows), func(q sqlq.Q) error { return transfersql.ImportTimers(q, transferDialect, rows) })
+}
+
+// ExportEphemeralQueues returns a page of ephemeral queues' definitions.
+func (s *Store) ExportEphemeralQueues(ctx context.Context, after store.TransferEphemeralQueue, limit int) ([]store.TransferEphemeralQueue, error) {
+	out, err := transfersql.ExportEphemeralQueues(s.poolQ(ctx), after, limit)
+	return out, exportErr("export ephemeral queues", err)
+}
+
+// ImportEphemeralQueues writes ephemeral queues' definitions.
+func (s *Store) ImportEphemeralQueues(ctx context.Context, rows []store.TransferEphemeralQueue) error {
+	return s.transferWrite(ctx, "import ephemeral queues", len(rows), func(q sqlq.Q) error { return transfersql.ImportEphemeralQueues(q, rows) })
+}
+
+// ExportStreamsQueries returns a page of stream queries.
+func (s *Store) ExportStreamsQueries(ctx context.Context, afterID string, limit int) ([]store.TransferStreamsQuery, error) {
+	out, err := transfersql.ExportStreamsQueries(s.poolQ(ctx), afterID, limit)
+	return out, exportErr("export stream queries", err)
+}
+
+// ImportStreamsQueries writes stream queries with their state keys.
+func (s *Store) ImportStreamsQueries(ctx context.Context, rows []store.TransferStreamsQuery) error {
+	return s.transferWrite(ctx, "import stream queries", len(rows), func(q sqlq.Q) error {
+		return transfersql.ImportStreamsQueries(q, transferDialect, rows)
+	})
+}
+
+// ExportStreamsState returns a page of reachable stream state.
+func (s *Store) ExportStreamsState(ctx context.Context, after store.TransferStreamsState, limit int) ([]store.TransferStreamsState, error) {
+	out, err := transfersql.ExportStreamsState(s.poolQ(ctx), after, limit)
+	return out, exportErr("export stream state", err)
+}
+
+// ImportStreamsState writes stream state as it was.
+func (s *Store) ImportStreamsState(ctx context.Context, rows []store.TransferStreamsState) error {
+	return s.transferWrite(ctx, "import stream state", len(rows), func(q sqlq.Q) error { return transfersql.ImportStreamsState(q, rows) })
+}
+
+// ExportStreamsShards returns a page of reachable shard sizes.
+func (s *Store) ExportStreamsShards(ctx context.Context, after store.TransferStreamsShard, limit int) ([]store.TransferStreamsShard, error) {
+	out, err := transfersql.ExportStreamsShards(s.poolQ(ctx), after, limit)
+	return out, exportErr("export stream shards", err)
+}
+
+// ImportStreamsShards writes shard sizes as they were.
+func (s *Store) ImportStreamsShards(ctx context.Context, rows []store.TransferStreamsShard) error {
+	return s.transferWrite(ctx, "import stream shards", len(rows), func(q sqlq.Q) error { return transfersql.ImportStreamsShards(q, rows) })
+}
+
+// ExportWebhooks returns a page of webhook documents.
+func (s *Store) ExportWebhooks(ctx context.Context, after store.TransferWebhook, limit int) ([]store.TransferWebhook, error) {
+	out, err := transfersql.ExportWebhooks(s.poolQ(ctx), after, limit)
+	return out, exportErr("export webhooks", err)
+}
+
+// ImportWebhooks writes webhook documents as they were.
+func (s *Store) ImportWebhooks(ctx context.Context, rows []store.TransferWebhook) error {
+	return s.transferWrite(ctx, "import webhooks", len(rows), func(q sqlq.Q) error { return transfersql.ImportWebhooks(q, rows) })
+}
+
+// exportErr classifies a failed export.
+func exportErr(op string, err error) error {
+	return readErr("postgres: "+op, err)
+}
+
+// transferWrite runs fn in a transaction, unless there are no rows.
+func (s *Store) transferWrite(ctx context.Context, op string, n int, fn func(sqlq.Q) error) error {
+	if n == 0 {
+		return nil
+	}
+	return s.inTx(ctx, op, func(t *txn) error { return fn(t.q()) })
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/sqlq"
+	"github.com/queen-go/queen/internal/store/transfersql"
 )
 
 // The migration's reads and writes (store.TransferStore). Offsets here are
@@ -74,7 +76,11 @@ func (s *Store) TransferQueueCount(ctx context.Context) (int64, error) {
 func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error) {
 	var c store.TransferCounts
 	err := s.read(ctx, "count rows", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups, &c.DeadLetters, &c.KV)
+		if err := tx.QueryRowContext(ctx, sqlXCounts).Scan(&c.Queues, &c.Partitions, &c.Messages, &c.ConsumerGroups,
+			&c.DeadLetters, &c.KV); err != nil {
+			return err
+		}
+		return transfersql.ReadCounts(txQ(ctx, tx), &c)
 	})
 	return c, err
 }
@@ -498,4 +504,102 @@ func (s *Store) ImportKV(ctx context.Context, rows []store.TransferKV) error {
 		}
 		return nil
 	})
+}
+
+// The broker's own features: the SQL is transfersql's, shared with the
+// other engine.
+
+// transferDialect is what transfersql needs of this engine.
+var transferDialect = transfersql.Dialect{
+	Text:          func(b []byte) any { return string(b) },
+	StateKeysPast: `INSERT OR IGNORE INTO streams_state_keys (id) VALUES ($1)`,
+}
+
+// ExportTimers returns a page of timers.
+func (s *Store) ExportTimers(ctx context.Context, afterID string, limit int) ([]store.TransferTimer, error) {
+	out, err := transfersql.ExportTimers(s.readQ(ctx), afterID, limit)
+	return out, exportErr("export timers", err)
+}
+
+// ImportTimers writes timers as they were.
+func (s *Store) ImportTimers(ctx context.Context, rows []store.TransferTimer) error {
+	return s.transferWrite(ctx, "import timers", len(rows), func(q sqlq.Q) error { return transfersql.ImportTimers(q, transferDialect, rows) })
+}
+
+// ExportEphemeralQueues returns a page of ephemeral queues' definitions.
+func (s *Store) ExportEphemeralQueues(ctx context.Context, after store.TransferEphemeralQueue, limit int) ([]store.TransferEphemeralQueue, error) {
+	out, err := transfersql.ExportEphemeralQueues(s.readQ(ctx), after, limit)
+	return out, exportErr("export ephemeral queues", err)
+}
+
+// ImportEphemeralQueues writes ephemeral queues' definitions.
+func (s *Store) ImportEphemeralQueues(ctx context.Context, rows []store.TransferEphemeralQueue) error {
+	return s.transferWrite(ctx, "import ephemeral queues", len(rows), func(q sqlq.Q) error { return transfersql.ImportEphemeralQueues(q, rows) })
+}
+
+// ExportStreamsQueries returns a page of stream queries.
+func (s *Store) ExportStreamsQueries(ctx context.Context, afterID string, limit int) ([]store.TransferStreamsQuery, error) {
+	out, err := transfersql.ExportStreamsQueries(s.readQ(ctx), afterID, limit)
+	return out, exportErr("export stream queries", err)
+}
+
+// ImportStreamsQueries writes stream queries with their state keys.
+func (s *Store) ImportStreamsQueries(ctx context.Context, rows []store.TransferStreamsQuery) error {
+	return s.transferWrite(ctx, "import stream queries", len(rows), func(q sqlq.Q) error {
+		return transfersql.ImportStreamsQueries(q, transferDialect, rows)
+	})
+}
+
+// ExportStreamsState returns a page of reachable stream state.
+func (s *Store) ExportStreamsState(ctx context.Context, after store.TransferStreamsState, limit int) ([]store.TransferStreamsState, error) {
+	out, err := transfersql.ExportStreamsState(s.readQ(ctx), after, limit)
+	return out, exportErr("export stream state", err)
+}
+
+// ImportStreamsState writes stream state as it was.
+func (s *Store) ImportStreamsState(ctx context.Context, rows []store.TransferStreamsState) error {
+	return s.transferWrite(ctx, "import stream state", len(rows), func(q sqlq.Q) error { return transfersql.ImportStreamsState(q, rows) })
+}
+
+// ExportStreamsShards returns a page of reachable shard sizes.
+func (s *Store) ExportStreamsShards(ctx context.Context, after store.TransferStreamsShard, limit int) ([]store.TransferStreamsShard, error) {
+	out, err := transfersql.ExportStreamsShards(s.readQ(ctx), after, limit)
+	return out, exportErr("export stream shards", err)
+}
+
+// ImportStreamsShards writes shard sizes as they were.
+func (s *Store) ImportStreamsShards(ctx context.Context, rows []store.TransferStreamsShard) error {
+	return s.transferWrite(ctx, "import stream shards", len(rows), func(q sqlq.Q) error { return transfersql.ImportStreamsShards(q, rows) })
+}
+
+// ExportWebhooks returns a page of webhook documents.
+func (s *Store) ExportWebhooks(ctx context.Context, after store.TransferWebhook, limit int) ([]store.TransferWebhook, error) {
+	out, err := transfersql.ExportWebhooks(s.readQ(ctx), after, limit)
+	return out, exportErr("export webhooks", err)
+}
+
+// ImportWebhooks writes webhook documents as they were.
+func (s *Store) ImportWebhooks(ctx context.Context, rows []store.TransferWebhook) error {
+	return s.transferWrite(ctx, "import webhooks", len(rows), func(q sqlq.Q) error { return transfersql.ImportWebhooks(q, rows) })
+}
+
+// exportErr names a failed export and marks it an outage.
+func exportErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, unavailable(err))
+}
+
+// transferWrite runs fn on a durable writer transaction, unless there are
+// no rows.
+func (s *Store) transferWrite(ctx context.Context, op string, n int, fn func(sqlq.Q) error) error {
+	if n == 0 {
+		return nil
+	}
+	err := s.run(ctx, durable, func(tx *sql.Tx) error { return fn(txQ(ctx, tx)) })
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return nil
 }

@@ -39,3 +39,18 @@ func SQLite(q string) string {
 	}
 	return string(b)
 }
+
+// Collect runs a statement on q and returns its rows as scan reads them, in
+// order: the read of a bounded page, whole before the caller acts on it.
+func Collect[T any](q Q, query string, args []any, scan func(Row) (T, error)) ([]T, error) {
+	var out []T
+	err := q.Each(query, args, func(r Row) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}

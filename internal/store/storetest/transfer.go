@@ -222,6 +222,160 @@ func runTransfer(t *testing.T, newStore func(t *testing.T) store.Store) {
 			t.Fatalf("TransferCounts = %+v, %v; want 5 keys", c, err)
 		}
 	})
+	runTransferFeatures(t, newStore)
+}
+
+// copyFeaturePages copies every feature's rows from src to dst one row a
+// page, so that every page boundary of every export is crossed.
+func copyFeaturePages(t testing.TB, src, dst store.TransferStore) {
+	t.Helper()
+	ctx := context.Background()
+	pages(t, "timers", func(a store.TransferTimer) ([]store.TransferTimer, error) { return src.ExportTimers(ctx, a.ID, 1) },
+		func(rows []store.TransferTimer) error { return dst.ImportTimers(ctx, rows) })
+	pages(t, "ephemeral queues", func(a store.TransferEphemeralQueue) ([]store.TransferEphemeralQueue, error) {
+		return src.ExportEphemeralQueues(ctx, a, 1)
+	}, func(rows []store.TransferEphemeralQueue) error { return dst.ImportEphemeralQueues(ctx, rows) })
+	pages(t, "stream queries", func(a store.TransferStreamsQuery) ([]store.TransferStreamsQuery, error) {
+		return src.ExportStreamsQueries(ctx, a.ID, 1)
+	}, func(rows []store.TransferStreamsQuery) error { return dst.ImportStreamsQueries(ctx, rows) })
+	pages(t, "stream state", func(a store.TransferStreamsState) ([]store.TransferStreamsState, error) {
+		return src.ExportStreamsState(ctx, a, 1)
+	}, func(rows []store.TransferStreamsState) error { return dst.ImportStreamsState(ctx, rows) })
+	pages(t, "stream shards", func(a store.TransferStreamsShard) ([]store.TransferStreamsShard, error) {
+		return src.ExportStreamsShards(ctx, a, 1)
+	}, func(rows []store.TransferStreamsShard) error { return dst.ImportStreamsShards(ctx, rows) })
+	pages(t, "webhooks", func(a store.TransferWebhook) ([]store.TransferWebhook, error) { return src.ExportWebhooks(ctx, a, 1) },
+		func(rows []store.TransferWebhook) error { return dst.ImportWebhooks(ctx, rows) })
+}
+
+// pages reads one-row pages until one comes back empty, writing each.
+func pages[T any](t testing.TB, what string, read func(after T) ([]T, error), write func([]T) error) {
+	t.Helper()
+	var after T
+	for range 1000 {
+		rows, err := read(after)
+		if err != nil {
+			t.Fatalf("export %s: %v", what, err)
+		}
+		if err := write(rows); err != nil {
+			t.Fatalf("import %s: %v", what, err)
+		}
+		if len(rows) == 0 {
+			return
+		}
+		after = rows[len(rows)-1]
+	}
+	t.Fatalf("export %s: no end after 1000 pages", what)
+}
+
+func runTransferFeatures(t *testing.T, newStore func(t *testing.T) store.Store) {
+	ctx := context.Background()
+	t.Run("FeaturesKeepTheirState", func(t *testing.T) {
+		src, dst := setup(t, newStore), newStore(t)
+		xs, xd := transferStore(t, src), transferStore(t, dst)
+
+		// Timers: one to come, sealed; one cancelled.
+		due := TimerAt("later", "p", 1, At(time.Hour))
+		due.Item.Sealed = store.SealBound
+		gone := TimerAt("later", "p", 2, At(2*time.Hour))
+		ScheduleTimers(t, src, T0, due, gone)
+		if _, err := src.TimerCancel(ctx, &store.TimerCancelParams{ID: gone.ID, Now: At(time.Second)}); err != nil {
+			t.Fatalf("TimerCancel: %v", err)
+		}
+		// An ephemeral queue.
+		eq := EphemeralCreate(t, src, T0, "chan", time.Hour, 10)
+		// A stream query whose state was reset once (the old state is not
+		// copied) and then written again, with a window.
+		reg := store.StreamQueryRegisterParams{Name: "counts", SourceQueue: "events", SinkQueue: "totals", ConfigHash: "h1"}
+		q := Register(t, src, reg)
+		part := NewID()
+		Cycle(t, src, store.StreamCycleParams{QueryID: q.QueryID, PartitionID: part, StateOps: []store.StreamStateOp{Upsert("old", `0`)}})
+		reg.ConfigHash, reg.Reset = "h2", true
+		Register(t, src, reg)
+		Cycle(t, src, store.StreamCycleParams{QueryID: q.QueryID, PartitionID: part,
+			StateOps: []store.StreamStateOp{Upsert("a", `1`), windowOp("w", 60), Upsert("b", `{"x":2}`)}})
+		// Webhook documents of two tenants.
+		for _, w := range []store.WebhookPutParams{
+			{WebhookKey: store.WebhookKey{Kind: "ingress_key", ID: "k1"}, Queue: "orders", Doc: []byte(`{"hash":"h"}`), Now: At(time.Second)},
+			{WebhookKey: store.WebhookKey{Tenant: "acme", Kind: "delivery_target", ID: "t1"}, Queue: "orders", Doc: []byte(`{"url":"u"}`), Now: At(time.Minute)},
+		} {
+			if err := src.WebhookPut(ctx, &w); err != nil {
+				t.Fatalf("WebhookPut: %v", err)
+			}
+		}
+
+		copyFeaturePages(t, xs, xd)
+		cs, err := xs.TransferCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cd, err := xd.TransferCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := store.TransferCounts{Timers: 2, EphemeralQueues: 1, StreamsQueries: 1, StreamsState: 3, Webhooks: 2}
+		if cs != want || cd != want {
+			t.Fatalf("TransferCounts: source %+v, target %+v; want %+v", cs, cd, want)
+		}
+
+		for _, id := range []string{due.ID, gone.ID} {
+			a, err := src.TimerGet(ctx, &store.TimerGetParams{ID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := dst.TimerGet(ctx, &store.TimerGetParams{ID: id})
+			if err != nil || *a != *b {
+				t.Fatalf("timer %s at the target = %+v, %v; want %+v", id, b, err, a)
+			}
+		}
+		exp, err := xd.ExportTimers(ctx, "", 10)
+		if err != nil || len(exp) != 2 {
+			t.Fatalf("ExportTimers at the target = %d, %v", len(exp), err)
+		}
+		for _, x := range exp {
+			if x.ID == due.ID && (x.Sealed != store.SealBound || string(x.Payload) != `{"n":1}`) {
+				t.Fatalf("the sealed timer at the target = %+v, want its seal and payload", x)
+			}
+		}
+		fired := fireDue(t, dst, At(3*time.Hour))
+		if len(fired) != 1 || fired[0] != due.ID {
+			t.Fatalf("timers fired at the target = %v, want only %s", fired, due.ID)
+		}
+
+		el, err := dst.EphemeralList(ctx, &store.EphemeralListParams{Now: At(time.Minute)})
+		if err != nil || len(el.Queues) != 1 || el.Queues[0].Name != "chan" || el.Queues[0].MaxMessages != 10 ||
+			el.Queues[0].TTL != time.Hour || !el.Queues[0].ExpiresAt.Equal(eq.ExpiresAt) {
+			t.Fatalf("ephemeral queues at the target = %+v, %v; want chan as at the source (%+v)", el, err, eq)
+		}
+
+		wantState(t, "state at the target", stateOf(t, dst, store.StreamStateGetParams{QueryID: q.QueryID, PartitionID: part}),
+			"a=1", "b="+`{"x":2}`, "w="+`{"windowEnd":60,"count":1}`)
+		ripe := 60.0
+		wantState(t, "ripe windows at the target", stateOf(t, dst, store.StreamStateGetParams{QueryID: q.QueryID,
+			PartitionID: part, RipeAtOrBefore: &ripe}), "w="+`{"windowEnd":60,"count":1}`)
+		if a, b := querySize(t, src, "", "counts"), querySize(t, dst, "", "counts"); a != b || b.Rows != 3 {
+			t.Fatalf("state size at the target = %+v, want %+v (3 rows)", b, a)
+		}
+		// The target hands out state keys after the imported ones: a new
+		// query there starts empty.
+		fresh := Register(t, dst, store.StreamQueryRegisterParams{Name: "fresh", SourceQueue: "events", ConfigHash: "x"})
+		wantState(t, "a new query at the target", stateOf(t, dst, store.StreamStateGetParams{QueryID: fresh.QueryID, PartitionID: part}))
+		reg.ConfigHash, reg.Reset = "h3", true
+		Register(t, dst, reg)
+		wantState(t, "the copied query reset at the target", stateOf(t, dst, store.StreamStateGetParams{QueryID: q.QueryID, PartitionID: part}))
+
+		for _, k := range []store.WebhookKey{{Kind: "ingress_key", ID: "k1"}, {Tenant: "acme", Kind: "delivery_target", ID: "t1"}} {
+			a, err := src.WebhookGet(ctx, &k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := dst.WebhookGet(ctx, &k)
+			if err != nil || string(a.Doc) != string(b.Doc) || a.Queue != b.Queue || !a.CreatedAt.Equal(b.CreatedAt) ||
+				!a.UpdatedAt.Equal(b.UpdatedAt) {
+				t.Fatalf("webhook %+v at the target = %+v, %v; want %+v", k, b, err, a)
+			}
+		}
+	})
 }
 
 // wantMessages checks popped messages against imported ones, in order.
