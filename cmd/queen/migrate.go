@@ -25,7 +25,10 @@ func newMigrateCommand(stdout io.Writer) *cobra.Command {
 		Use:   "migrate --from SRC --to DST",
 		Short: "Copy a broker's data into an empty database: from Queen's broker, or between engines",
 		Long: "Copy queues with their options, partitions, messages, consumer groups with\n" +
-			"their positions and subscriptions, and dead letters from SRC into DST.\n" +
+			"their positions and subscriptions, and dead letters from SRC into DST;\n" +
+			"from a queen-go source also key/value state, timers, ephemeral queues'\n" +
+			"definitions, stream queries with their state, and webhook settings, keys\n" +
+			"and delivery targets.\n" +
 			"Each is a PostgreSQL URL (postgres://…; schema 'queen' unless\n" +
 			"--from-schema / --to-schema name another) or an embedded engine's data\n" +
 			"folder (a target folder may not exist yet). SRC may be a database of\n" +
