@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	"github.com/queen-go/queen/internal/store"
 )
@@ -172,8 +174,17 @@ func (b *batcher) flush(calls []*pushCall) {
 }
 
 // write pushes the calls' items in one transaction and fills in each call's
-// results.
-func (b *batcher) write(calls []*pushCall) error {
+// results. A panic is the flush's error (the transaction rolled back): a
+// flush runs on a goroutine of its own, where a panic would stop the
+// process, and the calls merged with the one that panics are then retried
+// alone, as after any error.
+func (b *batcher) write(calls []*pushCall) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.s.log.Error("panic recovered in a push", "calls", len(calls), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = fmt.Errorf("postgres: a push panicked: %v", v)
+		}
+	}()
 	var entries []pushEntry
 	for _, c := range calls {
 		at := c.p.Now.UnixMilli()
@@ -182,7 +193,7 @@ func (b *batcher) write(calls []*pushCall) error {
 		}
 	}
 	var res []store.PushResult
-	err := b.s.runTx(context.Background(), "push", durable, func(t *txn) error {
+	err = b.s.runTx(context.Background(), "push", durable, func(t *txn) error {
 		var err error
 		res, err = t.push(entries)
 		return err

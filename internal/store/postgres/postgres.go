@@ -378,6 +378,15 @@ func (s *Store) tryTx(ctx context.Context, d durability, fn func(t *txn) error) 
 		}
 	}
 	t := &txn{ctx: ctx, tx: tx, s: s, deferWrites: lazy != nil}
+	defer func() {
+		// A panic in fn goes on up (to the handler's or the batcher's
+		// recovery), but not with the connection checked out in an open
+		// transaction holding its locks.
+		if v := recover(); v != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(v)
+		}
+	}()
 	if err := fn(t); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,5 +310,51 @@ func TestJoinSeedsOnlyExistingLanes(t *testing.T) {
 	push(t0, "new", "n1")
 	if ids := popAck(t, s, popParams("q", "g", t0.Add(4*time.Second))); fmt.Sprint(ids) != "[n1]" {
 		t.Errorf("pop of a partition created after the join got %v, want [n1]", ids)
+	}
+}
+
+// A write that panics on the writer goroutine fails alone, its writes
+// undone, and the writer goes on with the next one.
+func TestWriteThatPanicsFailsAloneAndTheWriterGoesOn(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	ctx := context.Background()
+	if err := s.run(ctx, durable, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`CREATE TABLE panic_probe (n INTEGER)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.run(ctx, durable, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO panic_probe VALUES (1)`); err != nil {
+			return err
+		}
+		var none []int
+		none[len(none)]++ // a real runtime panic: index out of range
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("a write that panics: %v, want its error", err)
+	}
+	if err := s.run(ctx, durable, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO panic_probe VALUES (2)`)
+		return err
+	}); err != nil {
+		t.Fatalf("the write after a panic: %v", err)
+	}
+	var got []int
+	rows, err := s.db.Query(`SELECT n FROM panic_probe ORDER BY n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	if !slices.Equal(got, []int{2}) {
+		t.Fatalf("rows %v, want [2]: the panicked write undone, the next one kept", got)
 	}
 }

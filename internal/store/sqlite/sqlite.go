@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -373,12 +374,12 @@ func (s *Store) commit(batch []*job) {
 // savepoint, so that its failure undoes its own writes and nobody else's.
 func (s *Store) runJob(ctx context.Context, tx *sql.Tx, j *job, alone bool) error {
 	if alone {
-		return j.fn(tx)
+		return s.call(j, tx)
 	}
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
 		return err
 	}
-	err := j.fn(tx)
+	err := s.call(j, tx)
 	if err != nil {
 		_, _ = tx.ExecContext(ctx, "ROLLBACK TO job")
 		s.cache.reset() // the job may have cached rows that are now gone
@@ -387,6 +388,19 @@ func (s *Store) runJob(ctx context.Context, tx *sql.Tx, j *job, alone bool) erro
 		err = rerr
 	}
 	return err
+}
+
+// call runs a job's fn and turns its panic into the job's error. The writer
+// goroutine makes every write of the broker: a job that panics must fail
+// alone, its writes undone as for any error, and not stop the process.
+func (s *Store) call(j *job, tx *sql.Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic recovered in a write", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = fmt.Errorf("sqlite: a write panicked: %v", v)
+		}
+	}()
+	return j.fn(tx)
 }
 
 func (s *Store) failAll(jobs []*job, err error) {
