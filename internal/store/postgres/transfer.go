@@ -110,166 +110,44 @@ func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error
 	return c, nil
 }
 
+// exportSQL is this engine's part of the export; transfersql reads the
+// rows.
+var exportSQL = transfersql.Export{
+	Queues: sqlXQueues, Partitions: sqlXPartitions, Partition: sqlXPartition, QueueID: sqlXQueueID,
+	Messages: sqlXMessages, Groups: sqlXGroups, Lanes: sqlXLanes, DeadLetters: sqlXDeadLetters, KV: sqlXKV,
+}
+
 // ExportQueues calls fn with every queue.
 func (s *Store) ExportQueues(ctx context.Context, fn func(store.TransferQueue) error) error {
 	if err := s.readable(ctx); err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx, sqlXQueues)
-	if err != nil {
-		return wrapErr("postgres: export queues", err)
-	}
-	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferQueue, error) {
-		var q store.TransferQueue
-		var opts string
-		var at int64
-		if err := row.Scan(&q.Tenant, &q.Name, &q.Namespace, &q.Task, &opts, &at); err != nil {
-			return q, err
-		}
-		o, err := store.DecodeQueueOptions([]byte(opts))
-		q.Options, q.CreatedAt = o, fromMs(at)
-		return q, err
-	})
-	if err != nil {
-		return wrapErr("postgres: export queues", err)
-	}
-	for _, q := range qs {
-		if err := fn(q); err != nil {
-			return err
-		}
-	}
-	return nil
+	qs, err := exportSQL.ReadQueues(s.poolQ(ctx))
+	return transfersql.Each(qs, exportErr("export queues", err), fn)
 }
 
 // ExportPartitions calls fn with every partition of a queue.
 func (s *Store) ExportPartitions(ctx context.Context, q store.TransferQueueRef, fn func(store.TransferPartition) error) error {
-	rows, err := s.pool.Query(ctx, sqlXPartitions, store.TenantOrDefault(q.Tenant), q.Name)
-	if err != nil {
-		return wrapErr("postgres: export partitions", err)
-	}
-	ps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferPartition, error) {
-		var p store.TransferPartition
-		var at int64
-		err := row.Scan(&p.ID, &p.Name, &at)
-		p.CreatedAt = fromMs(at)
-		return p, err
-	})
-	if err != nil {
-		return wrapErr("postgres: export partitions", err)
-	}
-	for _, p := range ps {
-		if err := fn(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// xPartition is a partition's row as the migration needs it.
-type xPartition struct {
-	id, queueID, cleared, last int64
-}
-
-func readXPartition(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, uuid string) (xPartition, error) {
-	var p xPartition
-	err := q.QueryRow(ctx, sqlXPartition, uuid).Scan(&p.id, &p.queueID, &p.cleared, &p.last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, fmt.Errorf("partition %s: %w", uuid, store.ErrNotFound)
-	}
-	return p, err
+	ps, err := exportSQL.ReadPartitions(s.poolQ(ctx), q)
+	return transfersql.Each(ps, exportErr("export partitions", err), fn)
 }
 
 // ExportMessages returns a page of a partition's messages after offset after.
 func (s *Store) ExportMessages(ctx context.Context, partitionID string, after int64, limit int) ([]store.TransferMessage, error) {
-	p, err := readXPartition(ctx, s.pool, partitionID)
-	if err != nil {
-		return nil, wrapErr("postgres: export messages", err)
-	}
-	rows, err := s.pool.Query(ctx, sqlXMessages, p.id, max(after, p.cleared), limit)
-	if err != nil {
-		return nil, wrapErr("postgres: export messages", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferMessage, error) {
-		var m store.TransferMessage
-		var at int64
-		err := row.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at, &m.Sealed)
-		m.CreatedAt = fromMs(at)
-		return m, err
-	})
-	if err != nil {
-		return nil, wrapErr("postgres: export messages", err)
-	}
-	return out, nil
+	out, err := exportSQL.ReadMessages(s.poolQ(ctx), partitionID, after, limit)
+	return out, exportErr("export messages", err)
 }
 
 // ExportGroups returns a queue's groups with their cursors.
 func (s *Store) ExportGroups(ctx context.Context, q store.TransferQueueRef) ([]store.TransferGroup, error) {
-	var qid int64
-	if err := s.pool.QueryRow(ctx, sqlXQueueID, store.TenantOrDefault(q.Tenant), q.Name).Scan(&qid); err != nil {
-		return nil, wrapErr(fmt.Sprintf("postgres: queue %q", q.Name), err)
-	}
-	rows, err := s.pool.Query(ctx, sqlXGroups, qid)
-	if err != nil {
-		return nil, wrapErr("postgres: export groups", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferGroup, error) {
-		var g store.TransferGroup
-		var from, at int64
-		err := row.Scan(&g.Name, &from, &at)
-		g.SubscribedFrom, g.CreatedAt, g.Cursors = fromMs(from), fromMs(at), map[string]int64{}
-		return g, err
-	})
-	if err != nil {
-		return nil, wrapErr("postgres: export groups", err)
-	}
-	byName := make(map[string]int, len(out))
-	for i, g := range out {
-		byName[g.Name] = i
-	}
-	rows, err = s.pool.Query(ctx, sqlXLanes, qid)
-	if err != nil {
-		return nil, wrapErr("postgres: export lanes", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var group, part string
-		var cursor int64
-		if err := rows.Scan(&group, &part, &cursor); err != nil {
-			return nil, wrapErr("postgres: export lanes", err)
-		}
-		if i, ok := byName[group]; ok {
-			out[i].Cursors[part] = cursor
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrapErr("postgres: export lanes", err)
-	}
-	return out, nil
+	out, err := exportSQL.ReadGroups(s.poolQ(ctx), q)
+	return out, exportErr("export groups", err)
 }
 
 // ExportDeadLetters returns a page of a partition's dead letters.
 func (s *Store) ExportDeadLetters(ctx context.Context, partitionID string, afterID int64, limit int) ([]store.TransferDeadLetter, error) {
-	p, err := readXPartition(ctx, s.pool, partitionID)
-	if err != nil {
-		return nil, wrapErr("postgres: export dead letters", err)
-	}
-	rows, err := s.pool.Query(ctx, sqlXDeadLetters, p.id, afterID, p.cleared, limit)
-	if err != nil {
-		return nil, wrapErr("postgres: export dead letters", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferDeadLetter, error) {
-		var d store.TransferDeadLetter
-		var at int64
-		err := row.Scan(&d.ID, &d.TransactionID, &d.Group, &d.Error, &d.RetryCount, &at)
-		d.FailedAt = fromMs(at)
-		return d, err
-	})
-	if err != nil {
-		return nil, wrapErr("postgres: export dead letters", err)
-	}
-	return out, nil
+	out, err := exportSQL.ReadDeadLetters(s.poolQ(ctx), partitionID, afterID, limit)
+	return out, exportErr("export dead letters", err)
 }
 
 // ImportQueue creates a queue with its settings.
@@ -396,11 +274,11 @@ func (s *Store) ImportDeadLetters(ctx context.Context, partitionID string, ds []
 		txns[i], groups[i], errs[i], retries[i], ats[i] = d.TransactionID, d.Group, d.Error, int32(d.RetryCount), d.FailedAt.UnixMilli()
 	}
 	return s.inTx(ctx, "import dead letters", func(t *txn) error {
-		p, err := readXPartition(t.ctx, t.tx, partitionID)
+		p, err := exportSQL.ReadPartition(t.q(), partitionID)
 		if err != nil {
 			return err
 		}
-		tag, err := t.tx.Exec(t.ctx, sqlXDeadLettersInsert, p.id, txns, groups, errs, retries, ats)
+		tag, err := t.tx.Exec(t.ctx, sqlXDeadLettersInsert, p.ID, txns, groups, errs, retries, ats)
 		if err != nil {
 			return fmt.Errorf("insert dead letters: %w", err)
 		}
@@ -420,19 +298,8 @@ const (
 
 // ExportKV returns a page of key/value rows.
 func (s *Store) ExportKV(ctx context.Context, after store.TransferKV, limit int) ([]store.TransferKV, error) {
-	rows, err := s.pool.Query(ctx, sqlXKV, after.Tenant, after.Namespace, after.Key, limit)
-	if err != nil {
-		return nil, wrapErr("postgres: export kv", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransferKV, error) {
-		var k store.TransferKV
-		err := row.Scan(&k.Tenant, &k.Namespace, &k.Key, &k.Value, &k.Version, &k.ExpiresAt, &k.CreatedAt, &k.UpdatedAt)
-		return k, err
-	})
-	if err != nil {
-		return nil, wrapErr("postgres: export kv", err)
-	}
-	return out, nil
+	out, err := exportSQL.ReadKV(s.poolQ(ctx), after, limit)
+	return out, exportErr("export kv", err)
 }
 
 // ImportKV writes key/value rows as they were.

@@ -31,6 +31,7 @@ const (
 	sqlXPartitions = `SELECT p.uuid, p.name, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = ? AND q.name = ? ORDER BY p.name`
 	sqlXPartition = `SELECT id, queue_id, cleared_offset, last_offset FROM partitions WHERE uuid = ? AND queue_id > 0`
+	sqlXQueueID   = `SELECT id FROM queues WHERE tenant = ? AND name = ?`
 	sqlXMessages  = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload, created_at,
 			sealed
 		FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT ?`
@@ -85,190 +86,58 @@ func (s *Store) TransferCounts(ctx context.Context) (store.TransferCounts, error
 	return c, err
 }
 
+// exportSQL is this engine's part of the export; transfersql reads the
+// rows.
+var exportSQL = transfersql.Export{
+	Queues: sqlXQueues, Partitions: sqlXPartitions, Partition: sqlXPartition, QueueID: sqlXQueueID,
+	Messages: sqlXMessages, Groups: sqlXGroups, Lanes: sqlXLanes, DeadLetters: sqlXDeadLetters, KV: sqlXKV,
+}
+
+// exportRead runs read in one read transaction.
+func exportRead[T any](s *Store, ctx context.Context, op string, read func(sqlq.Q) ([]T, error)) ([]T, error) {
+	var out []T
+	err := s.read(ctx, op, func(tx *sql.Tx) error {
+		var err error
+		out, err = read(txQ(ctx, tx))
+		return err
+	})
+	return out, err
+}
+
 // ExportQueues calls fn with every queue. Queues are few: they are read
 // whole before fn runs.
 func (s *Store) ExportQueues(ctx context.Context, fn func(store.TransferQueue) error) error {
-	var qs []store.TransferQueue
-	err := s.read(ctx, "export queues", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlXQueues)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var q store.TransferQueue
-			var opts string
-			var at int64
-			if err := rows.Scan(&q.Tenant, &q.Name, &q.Namespace, &q.Task, &opts, &at); err != nil {
-				return err
-			}
-			if q.Options, err = store.DecodeQueueOptions([]byte(opts)); err != nil {
-				return fmt.Errorf("queue %q: %w", q.Name, err)
-			}
-			q.CreatedAt = fromMs(at)
-			qs = append(qs, q)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return err
-	}
-	for _, q := range qs {
-		if err := fn(q); err != nil {
-			return err
-		}
-	}
-	return nil
+	qs, err := exportRead(s, ctx, "export queues", exportSQL.ReadQueues)
+	return transfersql.Each(qs, err, fn)
 }
 
 // ExportPartitions calls fn with every partition of a queue.
 func (s *Store) ExportPartitions(ctx context.Context, q store.TransferQueueRef, fn func(store.TransferPartition) error) error {
-	var ps []store.TransferPartition
-	err := s.read(ctx, "export partitions", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlXPartitions, store.TenantOrDefault(q.Tenant), q.Name)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var p store.TransferPartition
-			var at int64
-			if err := rows.Scan(&p.ID, &p.Name, &at); err != nil {
-				return err
-			}
-			p.CreatedAt = fromMs(at)
-			ps = append(ps, p)
-		}
-		return rows.Err()
+	ps, err := exportRead(s, ctx, "export partitions", func(tx sqlq.Q) ([]store.TransferPartition, error) {
+		return exportSQL.ReadPartitions(tx, q)
 	})
-	if err != nil {
-		return err
-	}
-	for _, p := range ps {
-		if err := fn(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// xPartition is a partition's row as the migration needs it.
-type xPartition struct {
-	id, queueID, cleared, last int64
-}
-
-func readXPartition(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, uuid string) (xPartition, error) {
-	var p xPartition
-	err := q.QueryRowContext(ctx, sqlXPartition, uuid).Scan(&p.id, &p.queueID, &p.cleared, &p.last)
-	if err == sql.ErrNoRows {
-		return p, fmt.Errorf("partition %s: %w", uuid, store.ErrNotFound)
-	}
-	return p, err
+	return transfersql.Each(ps, err, fn)
 }
 
 // ExportMessages returns a page of a partition's messages after offset after.
 func (s *Store) ExportMessages(ctx context.Context, partitionID string, after int64, limit int) ([]store.TransferMessage, error) {
-	var out []store.TransferMessage
-	err := s.read(ctx, "export messages", func(tx *sql.Tx) error {
-		p, err := readXPartition(ctx, tx, partitionID)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, sqlXMessages, p.id, max(after, p.cleared), limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var m store.TransferMessage
-			var at int64
-			if err := rows.Scan(&m.Offset, &m.ID, &m.TransactionID, &m.TraceID, &m.ProducerSub, &m.Payload, &at, &m.Sealed); err != nil {
-				return err
-			}
-			m.CreatedAt = fromMs(at)
-			out = append(out, m)
-		}
-		return rows.Err()
+	return exportRead(s, ctx, "export messages", func(tx sqlq.Q) ([]store.TransferMessage, error) {
+		return exportSQL.ReadMessages(tx, partitionID, after, limit)
 	})
-	return out, err
 }
 
 // ExportGroups returns a queue's groups with their cursors.
 func (s *Store) ExportGroups(ctx context.Context, q store.TransferQueueRef) ([]store.TransferGroup, error) {
-	var out []store.TransferGroup
-	err := s.read(ctx, "export groups", func(tx *sql.Tx) error {
-		var qid int64
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM queues WHERE tenant = ? AND name = ?`,
-			store.TenantOrDefault(q.Tenant), q.Name).Scan(&qid); err != nil {
-			return fmt.Errorf("queue %q: %w", q.Name, err)
-		}
-		rows, err := tx.QueryContext(ctx, sqlXGroups, qid)
-		if err != nil {
-			return err
-		}
-		byName := map[string]int{}
-		for rows.Next() {
-			var g store.TransferGroup
-			var from, at int64
-			if err := rows.Scan(&g.Name, &from, &at); err != nil {
-				rows.Close()
-				return err
-			}
-			g.SubscribedFrom, g.CreatedAt, g.Cursors = fromMs(from), fromMs(at), map[string]int64{}
-			byName[g.Name] = len(out)
-			out = append(out, g)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.QueryContext(ctx, sqlXLanes, qid)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var group, part string
-			var cursor int64
-			if err := rows.Scan(&group, &part, &cursor); err != nil {
-				return err
-			}
-			if i, ok := byName[group]; ok {
-				out[i].Cursors[part] = cursor
-			}
-		}
-		return rows.Err()
+	return exportRead(s, ctx, "export groups", func(tx sqlq.Q) ([]store.TransferGroup, error) {
+		return exportSQL.ReadGroups(tx, q)
 	})
-	return out, err
 }
 
 // ExportDeadLetters returns a page of a partition's dead letters.
 func (s *Store) ExportDeadLetters(ctx context.Context, partitionID string, afterID int64, limit int) ([]store.TransferDeadLetter, error) {
-	var out []store.TransferDeadLetter
-	err := s.read(ctx, "export dead letters", func(tx *sql.Tx) error {
-		p, err := readXPartition(ctx, tx, partitionID)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, sqlXDeadLetters, p.id, afterID, p.cleared, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var d store.TransferDeadLetter
-			var at int64
-			if err := rows.Scan(&d.ID, &d.TransactionID, &d.Group, &d.Error, &d.RetryCount, &at); err != nil {
-				return err
-			}
-			d.FailedAt = fromMs(at)
-			out = append(out, d)
-		}
-		return rows.Err()
+	return exportRead(s, ctx, "export dead letters", func(tx sqlq.Q) ([]store.TransferDeadLetter, error) {
+		return exportSQL.ReadDeadLetters(tx, partitionID, afterID, limit)
 	})
-	return out, err
 }
 
 // ImportQueue creates a queue with its settings.
@@ -335,7 +204,7 @@ func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []sto
 	}
 	return s.run(ctx, durable, func(tx *sql.Tx) error {
 		t := s.txn(tx)
-		p, err := readXPartition(ctx, tx, partitionID)
+		p, err := exportSQL.ReadPartition(txQ(ctx, tx), partitionID)
 		if err != nil {
 			return err
 		}
@@ -350,7 +219,7 @@ func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []sto
 				last = t.takeSeq()
 				at := m.CreatedAt.UnixMilli()
 				newest = max(newest, at)
-				args = append(args, last, p.id, m.ID, m.TransactionID, nullString(m.TraceID), nullString(m.ProducerSub),
+				args = append(args, last, p.ID, m.ID, m.TransactionID, nullString(m.TraceID), nullString(m.ProducerSub),
 					m.Payload, at, int64(m.Sealed))
 			}
 			res, err := t.exec(t.st.insertRows[n], args...)
@@ -362,13 +231,13 @@ func (s *Store) ImportMessages(ctx context.Context, partitionID string, ms []sto
 			}
 			rest = rest[n:]
 		}
-		if _, err := tx.ExecContext(ctx, sqlXPartitionMoved, last, newest, p.id); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlXPartitionMoved, last, newest, p.ID); err != nil {
 			return fmt.Errorf("advance partition: %w", err)
 		}
-		if _, err := t.exec(sqlLanesMarkReady, p.id); err != nil {
+		if _, err := t.exec(sqlLanesMarkReady, p.ID); err != nil {
 			return fmt.Errorf("mark lanes ready: %w", err)
 		}
-		t.forgetUnconsumed(p.id)
+		t.forgetUnconsumed(p.ID)
 		return nil
 	})
 }
@@ -391,25 +260,16 @@ func (s *Store) ImportGroup(ctx context.Context, q store.TransferQueueRef, g sto
 		if _, err := tx.ExecContext(ctx, sqlXGroupInsert, row.id, g.Name, msOrZero(g.SubscribedFrom), created.UnixMilli()); err != nil {
 			return fmt.Errorf("record group: %w", err)
 		}
-		rows, err := tx.QueryContext(ctx, sqlXQueuePartitions, row.id)
-		if err != nil {
-			return err
-		}
 		type part struct {
 			id   int64
 			uuid string
 		}
-		var parts []part
-		for rows.Next() {
+		parts, err := sqlq.Collect(txQ(ctx, tx), sqlXQueuePartitions, []any{row.id}, func(r sqlq.Row) (part, error) {
 			var p part
-			if err := rows.Scan(&p.id, &p.uuid); err != nil {
-				rows.Close()
-				return err
-			}
-			parts = append(parts, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			err := r.Scan(&p.id, &p.uuid)
+			return p, err
+		})
+		if err != nil {
 			return err
 		}
 		for _, p := range parts {
@@ -434,12 +294,12 @@ func (s *Store) ImportDeadLetters(ctx context.Context, partitionID string, ds []
 		return nil
 	}
 	return s.run(ctx, durable, func(tx *sql.Tx) error {
-		p, err := readXPartition(ctx, tx, partitionID)
+		p, err := exportSQL.ReadPartition(txQ(ctx, tx), partitionID)
 		if err != nil {
 			return err
 		}
 		for _, d := range ds {
-			res, err := tx.ExecContext(ctx, sqlXDeadLetterInsert, p.id, d.TransactionID, d.Group, d.Error, d.RetryCount,
+			res, err := tx.ExecContext(ctx, sqlXDeadLetterInsert, p.ID, d.TransactionID, d.Group, d.Error, d.RetryCount,
 				d.FailedAt.UnixMilli())
 			if err != nil {
 				return fmt.Errorf("insert dead letter: %w", err)
@@ -469,25 +329,9 @@ const (
 
 // ExportKV returns a page of key/value rows.
 func (s *Store) ExportKV(ctx context.Context, after store.TransferKV, limit int) ([]store.TransferKV, error) {
-	var out []store.TransferKV
-	err := s.read(ctx, "export kv", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, sqlXKV, after.Tenant, after.Namespace, after.Key, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k store.TransferKV
-			var v string
-			if err := rows.Scan(&k.Tenant, &k.Namespace, &k.Key, &v, &k.Version, &k.ExpiresAt, &k.CreatedAt, &k.UpdatedAt); err != nil {
-				return err
-			}
-			k.Value = []byte(v)
-			out = append(out, k)
-		}
-		return rows.Err()
+	return exportRead(s, ctx, "export kv", func(tx sqlq.Q) ([]store.TransferKV, error) {
+		return exportSQL.ReadKV(tx, after, limit)
 	})
-	return out, err
 }
 
 // ImportKV writes key/value rows as they were.
