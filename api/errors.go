@@ -109,6 +109,7 @@ const (
 	CodeUnavailable        Code = "unavailable"
 	CodeShuttingDown       Code = "shutting_down"
 	CodeFeatureUnavailable Code = "feature_unavailable"
+	CodeBusy               Code = "busy"
 )
 
 // The catalogue: one Error per code, with its status and its usual text.
@@ -195,6 +196,11 @@ var (
 	// (push maintenance, the database down): retry after RetryAfter
 	// seconds.
 	ErrFeatureUnavailable = row(CodeFeatureUnavailable, 503, "unavailable")
+	// ErrBusy is a further concurrent request on a connection (an HTTP/2
+	// stream) while QUEEN_HTTP_MAX_IN_FLIGHT requests are being handled:
+	// retry after RetryAfter seconds.
+	ErrBusy = row(CodeBusy, 503,
+		"too many requests in flight (QUEEN_HTTP_MAX_IN_FLIGHT); try again shortly")
 )
 
 // catalogue lists every row, in the order of the codes.
@@ -203,7 +209,7 @@ var catalogue = []*Error{
 	ErrTenantClaim, ErrTenantMismatch, ErrFeatureDisabled, ErrNotFound, ErrMessageNotFound, ErrNoSuchRoute,
 	ErrBodyTooSlow, ErrConflict, ErrKVConflict, ErrTimerFired, ErrEphemeralExists, ErrNotDeadLettered,
 	ErrAlreadyDeadLettered, ErrStreamMismatch, ErrBodyTooLarge, ErrLimitExceeded, ErrRateLimited, ErrInternal,
-	ErrUnavailable, ErrShuttingDown, ErrFeatureUnavailable,
+	ErrUnavailable, ErrShuttingDown, ErrFeatureUnavailable, ErrBusy,
 }
 
 func row(code Code, status int, text string) *Error {

@@ -28,6 +28,11 @@ type parkLot struct {
 	armedAt int         // connections parked when the settle timer was armed
 	settleT *time.Timer // nil when not armed
 	collect func()      // debug.FreeOSMemory; tests may count calls instead
+
+	// conns learns when a parked connection waits idle for its next
+	// request (it may then be closed for room) and when it is handed back
+	// in a request; nil in tests of the lot alone.
+	limiter *connLimiter
 }
 
 // A rise of burstParks parked connections, followed by burstQuiet in which
@@ -90,11 +95,15 @@ func (p *parkLot) Closing() bool {
 // Idle implements httpapi.Parking.
 func (p *parkLot) Idle(c net.Conn) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closing {
+		p.mu.Unlock()
 		return false
 	}
 	p.conns[c] = true
+	p.mu.Unlock()
+	if p.limiter != nil {
+		p.limiter.idled(c)
+	}
 	return true
 }
 
@@ -115,6 +124,13 @@ func (p *parkLot) Resume(c, next net.Conn) {
 	if closing {
 		_ = c.Close()
 		return
+	}
+	if p.limiter != nil {
+		// In a request again: its first bytes are read.
+		if t := tracked(c); t != nil {
+			p.limiter.busy(c)
+			next = &handedBack{Conn: next, t: t}
+		}
 	}
 	select {
 	case p.back <- next:

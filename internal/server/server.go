@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/netutil"
 
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/broker"
@@ -52,9 +51,16 @@ const (
 type Config struct {
 	// HTTP limits; zero values take the defaults above (and httpapi's for
 	// the body and write limits, which the API applies per request).
-	BodyMinRate       int64 // bytes per second; negative: no minimum
-	IdleTimeout       time.Duration
-	MaxConnections    int
+	BodyMinRate    int64 // bytes per second; negative: no minimum
+	IdleTimeout    time.Duration
+	MaxConnections int // near it, idle and silent connections give way (see connLimiter)
+	// MaxInFlight bounds the requests handled at once beyond each
+	// connection's first (HTTP/2 streams; see inFlight); 0 means
+	// MaxConnections.
+	MaxInFlight int
+	// HTTP2MaxStreams is the streams an HTTP/2 connection may have open
+	// at once; 0 means DefaultHTTP2MaxStreams.
+	HTTP2MaxStreams   int
 	MaxHeaderBytes    int
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -165,7 +171,7 @@ type Server struct {
 	http     *http.Server
 	log      *slog.Logger
 	lot      *parkLot // connections of parked long polls
-	maxConns int
+	conns    *connLimiter
 	sampler  *control.Sampler
 	services *service.Supervisor
 	spool    *spool.Spool
@@ -267,13 +273,19 @@ func New(cfg Config, st store.Store) (*Server, error) {
 	// reverse).
 	sources := []service.Source{verifier, b, ctl, sx, service.List{listener, s.sampler}, kvs, tms, eph, hooks, pushes}
 	s.services = service.NewSupervisor(log, service.Collect(sources...)...)
-	s.maxConns = cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
+	maxConns := cmp.Or(cfg.MaxConnections, DefaultMaxConnections)
+	readHeaderTimeout := cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	s.conns = newConnLimiter(maxConns, readHeaderTimeout, log.With("component", "http"), reg)
+	s.lot.limiter = s.conns
 	s.http = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		Handler:           newInFlight(cmp.Or(cfg.MaxInFlight, maxConns), handler, reg),
+		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    cmp.Or(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         s.conns.connState,
+		ConnContext:       connContext,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: cmp.Or(cfg.HTTP2MaxStreams, DefaultHTTP2MaxStreams)},
 	}
 	if certs != nil {
 		// Offering h2 here is what makes Serve set HTTP/2 up (ALPN), as
@@ -326,9 +338,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.log.Warn("authentication is off: every route is open to anyone who can connect; "+
 			"set JWT_ENABLED or QUEEN_API_TOKENS", "addr", ln.Addr().String(), "beyondLoopback", exposed)
 	}
-	// At the cap, further connections wait in the listen backlog until one
-	// closes, instead of costing a goroutine and a descriptor each.
-	ln = netutil.LimitListener(ln, s.maxConns)
+	// At the cap, further connections wait in the listen backlog, instead
+	// of costing a goroutine and a descriptor each, until one closes or an
+	// idle one is closed for them (see connLimiter). Below TLS: a slot is
+	// taken before the handshake.
+	ln = s.conns.listener(ln)
 	if s.certs != nil {
 		ln = tls.NewListener(ln, s.http.TLSConfig.Clone())
 	} else {
