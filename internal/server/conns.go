@@ -36,16 +36,23 @@ type connLimiter struct {
 	log           *slog.Logger
 	shed          *prometheus.CounterVec // closed for room, by reason
 
-	mu      sync.Mutex
-	open    int       // connections accepted and not closed, plus a reserved slot
-	idle    list.List // *trackedConn, oldest idle first
-	silent  list.List // *trackedConn, accepted and no request yet, oldest first
-	timer   *time.Timer
-	timerAt time.Time // when timer fires; zero: not armed
-	pressed bool      // at or over the mark since the last look (for the log)
-	freed   chan struct{}
-	done    chan struct{}
-	stopped bool
+	mu       sync.Mutex
+	open     int       // connections accepted and not closed, plus the slot reserved for the next
+	reserved bool      // Accept holds a slot for a connection not accepted yet
+	idle     list.List // *trackedConn, oldest idle first
+	silent   list.List // *trackedConn, accepted and no request yet, oldest first
+	// handed maps a connection handed back after a parked poll, as
+	// net/http sees it, to the tracked one under it: wrapping it once
+	// more per hand-back would deepen every read of a long-lived
+	// connection by a layer per poll.
+	handed   map[net.Conn]*trackedConn
+	timer    *time.Timer
+	timerAt  time.Time // when timer fires; zero: not armed
+	pressed  bool      // at or over the mark since the last look (for the log)
+	warnedAt time.Time // last warning of pressure: at most one a minute
+	freed    chan struct{}
+	done     chan struct{}
+	stopped  bool
 }
 
 // Shed reasons (the label of queen_http_connections_shed_total).
@@ -68,7 +75,8 @@ func newConnLimiter(maxConns int, readHeaderTimeout time.Duration, log *slog.Log
 			Name: "queen_http_connections_shed_total",
 			Help: "Connections closed to make room near QUEEN_HTTP_MAX_CONNECTIONS: idle keep-alives, and connections that sent no request in time.",
 		}, []string{"reason"}),
-		freed: make(chan struct{}, 1), done: make(chan struct{}),
+		handed: make(map[net.Conn]*trackedConn),
+		freed:  make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	l.shed.WithLabelValues(shedIdle)
 	l.shed.WithLabelValues(shedSilent)
@@ -78,6 +86,9 @@ func newConnLimiter(maxConns int, readHeaderTimeout time.Duration, log *slog.Log
 	}, func() float64 {
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if l.reserved {
+			return float64(l.open - 1)
+		}
 		return float64(l.open)
 	}))
 	return l
@@ -97,11 +108,21 @@ const (
 // its slot on Close. The fields below Conn are guarded by the limiter's mu.
 type trackedConn struct {
 	net.Conn
-	l     *connLimiter
-	phase connPhase
-	since time.Time     // accepted, or idle since
-	elem  *list.Element // in l.idle or l.silent; nil otherwise
-	once  sync.Once
+	l      *connLimiter
+	phase  connPhase
+	since  time.Time     // accepted, or idle since
+	elem   *list.Element // in l.idle or l.silent; nil otherwise
+	handed net.Conn      // its key in l.handed; nil if never handed back
+	once   sync.Once
+}
+
+// CloseWrite half-closes the connection, as the lingering close after a
+// refusal does (see lingerConn).
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // Close closes the connection and frees its slot.
@@ -111,6 +132,10 @@ func (c *trackedConn) Close() error {
 		l.mu.Lock()
 		l.detachLocked(c)
 		c.phase = phaseGone
+		if c.handed != nil {
+			delete(l.handed, c.handed)
+			c.handed = nil
+		}
 		l.open--
 		l.mu.Unlock()
 		select {
@@ -140,14 +165,14 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	c, err := ll.Listener.Accept()
+	l.mu.Lock()
+	l.reserved = false
 	if err != nil {
-		l.mu.Lock()
 		l.open--
 		l.mu.Unlock()
 		return nil, err
 	}
 	tc := &trackedConn{Conn: c, l: l, phase: phaseSilent, since: time.Now()}
-	l.mu.Lock()
 	tc.elem = l.silent.PushBack(tc)
 	victims := l.shedLocked(time.Now())
 	l.mu.Unlock()
@@ -180,6 +205,7 @@ func (l *connLimiter) reserve() error {
 		}
 		if l.open < l.max {
 			l.open++
+			l.reserved = true
 			l.mu.Unlock()
 			return nil
 		}
@@ -233,16 +259,18 @@ func (l *connLimiter) detachLocked(c *trackedConn) {
 // silent one past its short timeout; it arms the timer for the next.
 func (l *connLimiter) shedLocked(now time.Time) []shedding {
 	if l.open < l.high {
-		if l.pressed {
-			l.pressed = false
-			l.log.Info("connections back under the high-water mark", "open", l.open, "max", l.max)
-		}
+		l.pressed = false
 		return nil
 	}
 	if !l.pressed {
+		// Load hovering at the mark crosses it often: say it once a
+		// minute at most (queen_http_connections_shed_total counts).
 		l.pressed = true
-		l.log.Warn("connections near the cap: idle and silent connections give way to new ones",
-			"open", l.open, "max", l.max, "highWater", l.high)
+		if now.Sub(l.warnedAt) >= time.Minute {
+			l.warnedAt = now
+			l.log.Warn("connections near the cap: idle and silent connections give way to new ones",
+				"open", l.open, "max", l.max, "highWater", l.high)
+		}
 	}
 	var out []shedding
 	for n := l.open; n >= l.high; n-- {
@@ -307,12 +335,8 @@ func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
 
 // busy says c is in a request (or a parked poll): never closed for room.
 func (l *connLimiter) busy(c net.Conn) {
-	tc := tracked(c)
-	if tc == nil {
-		return
-	}
 	l.mu.Lock()
-	if tc.phase != phaseGone {
+	if tc := l.trackedLocked(c); tc != nil && tc.phase != phaseGone {
 		l.detachLocked(tc)
 		tc.phase = phaseBusy
 	}
@@ -321,12 +345,8 @@ func (l *connLimiter) busy(c net.Conn) {
 
 // idled says c waits for its client's next request.
 func (l *connLimiter) idled(c net.Conn) {
-	tc := tracked(c)
-	if tc == nil {
-		return
-	}
 	l.mu.Lock()
-	if tc.phase != phaseGone {
+	if tc := l.trackedLocked(c); tc != nil && tc.phase != phaseGone {
 		l.detachLocked(tc)
 		tc.phase = phaseIdle
 		tc.since = time.Now()
@@ -335,29 +355,38 @@ func (l *connLimiter) idled(c net.Conn) {
 	l.mu.Unlock()
 }
 
-// handedBack is a connection served again after a parked long poll: net/http
-// sees it as new, but it is the tracked connection it was, in a request
-// (the next one's first bytes are read).
-type handedBack struct {
-	net.Conn
-	t *trackedConn
+// handBack says next, the connection c as it is served again after a
+// parked long poll, is in a request (the next one's first bytes are read):
+// net/http sees next as new, but it is the tracked connection c was.
+func (l *connLimiter) handBack(c, next net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tc := l.trackedLocked(c)
+	if tc == nil || tc.phase == phaseGone {
+		return
+	}
+	l.detachLocked(tc)
+	tc.phase = phaseBusy
+	if tc.handed != nil {
+		delete(l.handed, tc.handed)
+	}
+	tc.handed = next
+	l.handed[next] = tc
 }
 
-// tracked finds the tracked connection under c, as net/http sees it: a
-// *tls.Conn, a lingerConn, a connection handed back.
-func tracked(c net.Conn) *trackedConn {
+// trackedLocked finds the tracked connection under c, as net/http sees it:
+// a *tls.Conn, a lingerConn, a connection handed back.
+func (l *connLimiter) trackedLocked(c net.Conn) *trackedConn {
 	for c != nil {
 		switch x := c.(type) {
 		case *trackedConn:
 			return x
-		case *handedBack:
-			return x.t
 		case *tls.Conn:
 			c = x.NetConn()
 		case *lingerConn:
 			c = x.Conn
 		default:
-			return nil
+			return l.handed[c]
 		}
 	}
 	return nil

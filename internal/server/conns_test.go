@@ -85,7 +85,9 @@ func TestIdleKeepAliveFloodGivesWay(t *testing.T) {
 		}
 		flood = append(flood, c)
 	}
-	if d := timedHealth(t, base); d > 5*time.Second {
+	d := timedHealth(t, base)
+	t.Logf("a new request during the idle flood: %v", d)
+	if d > 5*time.Second {
 		t.Fatalf("the legitimate request waited %v behind idle connections", d)
 	}
 	// The oldest idle ones gave way.
@@ -103,6 +105,20 @@ func TestIdleKeepAliveFloodGivesWay(t *testing.T) {
 	if got, _ := poll.read(); !bytes.HasPrefix(got, []byte("HTTP/1.1 200")) || !bytes.Contains(got, []byte(`"data":{"n":1}`)) {
 		t.Fatalf("the parked poll: %q", got)
 	}
+	// Its connection, handed back to the server, serves the next request.
+	poll.send("HTTP/1.1", "GET", "/health", nil, "")
+	if got, _ := poll.read(); !bytes.HasPrefix(got, []byte("HTTP/1.1 200")) {
+		t.Fatalf("a request after the poll on its connection: %q", got)
+	}
+
+	// Every slot comes back when the clients go: only the scrape's own
+	// connection is open then.
+	poll.conn.Close()
+	slow.conn.Close()
+	for _, c := range flood {
+		c.conn.Close()
+	}
+	waitGauge(t, base, "queen_http_connections_open", 1)
 }
 
 // TestSilentFloodGivesWay: connections that never send a byte held their
@@ -123,7 +139,9 @@ func TestSilentFloodGivesWay(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		flood = append(flood, c)
 	}
-	if d := timedHealth(t, base); d > 10*time.Second {
+	d := timedHealth(t, base)
+	t.Logf("a new request during the silent flood: %v", d)
+	if d > 10*time.Second {
 		t.Fatalf("the legitimate request waited %v behind silent connections", d)
 	}
 	// The first of them was closed by the broker.
@@ -136,6 +154,14 @@ func TestSilentFloodGivesWay(t *testing.T) {
 // waitParkedOneShot is waitParked without a keep-alive connection.
 func waitParkedOneShot(t *testing.T, base string, n int) {
 	t.Helper()
+	waitGauge(t, base, "queen_pop_waiting", n)
+}
+
+// waitGauge polls /metrics/prometheus, on connections of its own, until
+// the series of name add up to n.
+func waitGauge(t *testing.T, base, name string, n int) {
+	t.Helper()
+	got := 0.0
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		resp, err := oneShot().Get(base + "/metrics/prometheus")
 		if err != nil {
@@ -143,9 +169,9 @@ func waitParkedOneShot(t *testing.T, base string, n int) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		got := 0.0
+		got = 0
 		for _, l := range strings.Split(string(body), "\n") {
-			if strings.HasPrefix(l, "queen_pop_waiting") {
+			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
 				f := strings.Fields(l)
 				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 				got += v
@@ -155,7 +181,7 @@ func waitParkedOneShot(t *testing.T, base string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("parked polls never reached %d", n)
+			t.Fatalf("%s is %v, want %d", name, got, n)
 		}
 	}
 }

@@ -76,8 +76,8 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.n.Add(-1)
 	if own > 1 && total > f.max {
 		f.refused.Inc()
-		e := api.ErrBusy
-		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		e := api.ErrBusy.WithRetryAfter(busyRetryAfter)
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		httpapi.QueenEnvelope.Write(w, e)
 		return
 	}

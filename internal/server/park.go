@@ -126,11 +126,7 @@ func (p *parkLot) Resume(c, next net.Conn) {
 		return
 	}
 	if p.limiter != nil {
-		// In a request again: its first bytes are read.
-		if t := tracked(c); t != nil {
-			p.limiter.busy(c)
-			next = &handedBack{Conn: next, t: t}
-		}
+		p.limiter.handBack(c, next)
 	}
 	select {
 	case p.back <- next:
