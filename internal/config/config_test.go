@@ -157,7 +157,7 @@ func TestDefaultsOfEverySetting(t *testing.T) {
 		LogFormat: logging.FormatText, LogLevel: slog.LevelInfo,
 		server: server.Config{
 			SpoolDir: "queen-data/spool", SpoolMaxBytes: 1 << 30, NameCacheSize: 50000,
-			BodyMinRate: 1024, IdleTimeout: 120 * time.Second, MaxConnections: 16384, MaxPollTimeout: time.Hour, MaxHeaderBytes: 65536,
+			BodyMinRate: 1024, IdleTimeout: 120 * time.Second, MaxConnections: 16384, HTTP2MaxStreams: 100, MaxPollTimeout: time.Hour, MaxHeaderBytes: 65536,
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 			MaxBodyBytes:          64 << 20,
 			MetricsAggregateEvery: time.Minute, MetricsMaxQueues: 500, MetricsRetention: 90 * 24 * time.Hour,
