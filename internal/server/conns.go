@@ -153,8 +153,7 @@ func (l *connLimiter) listener(ln net.Listener) net.Listener {
 
 type limitedListener struct {
 	net.Listener
-	l    *connLimiter
-	once sync.Once
+	l *connLimiter
 }
 
 // Accept waits for a free slot, closing the oldest idle connection at the
@@ -182,16 +181,16 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 
 // Close closes the listener and ends a wait for a slot.
 func (ll *limitedListener) Close() error {
-	ll.once.Do(func() {
-		l := ll.l
-		l.mu.Lock()
+	l := ll.l
+	l.mu.Lock()
+	if !l.stopped {
 		l.stopped = true
 		if l.timer != nil {
 			l.timer.Stop()
 		}
-		l.mu.Unlock()
 		close(l.done)
-	})
+	}
+	l.mu.Unlock()
 	return ll.Listener.Close()
 }
 
