@@ -78,7 +78,9 @@ type MigrationStarted struct {
 
 // MigrationStatus answers GET /api/v1/migration/status.
 type MigrationStatus struct {
-	// Status is "idle", "running", "complete" or "error".
+	// Status is "idle", then Queen's phases of a running copy, "dumping"
+	// (preparing: the target checked, the source counted) and "restoring"
+	// (writing), then "complete" or "error".
 	Status      string `json:"status"`
 	CurrentStep string `json:"currentStep,omitempty"`
 	// ElapsedSeconds is the time since the start (to the end once ended),

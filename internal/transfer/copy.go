@@ -52,6 +52,17 @@ type Options struct {
 	Batch int
 	// Progress, when set, is called after every batch of messages.
 	Progress func(Progress)
+	// Writing, when set, is called once the target is found empty and the
+	// source counted (total messages), before the first row is written:
+	// the end of the preparation, the start of the bulk of the copy.
+	Writing func(total int64)
+}
+
+// writing calls o.Writing.
+func (o Options) writing(total int64) {
+	if o.Writing != nil {
+		o.Writing(total)
+	}
 }
 
 func (o Options) batch() int {
@@ -128,6 +139,7 @@ func CopyEngine(ctx context.Context, src, dst store.TransferStore, o Options) (R
 	if err != nil {
 		return nil, fmt.Errorf("count the source: %w", err)
 	}
+	o.writing(total.Messages)
 	pr := &progress{o: o, start: time.Now(), total: total.Messages}
 	err = src.ExportQueues(ctx, func(q store.TransferQueue) error {
 		return copyEngineQueue(ctx, src, dst, q, o.batch(), pr)
@@ -299,6 +311,7 @@ func CopyQueen(ctx context.Context, r *QueenReader, dst store.TransferStore, o O
 	if err != nil {
 		return nil, err
 	}
+	o.writing(src.Messages)
 	pr := &progress{o: o, start: time.Now(), total: src.Messages}
 	var groups int64
 	err = r.Queues(ctx, func(q QueenQueue) error {

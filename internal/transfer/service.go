@@ -64,10 +64,20 @@ func NewService(cfg ServiceConfig) Service {
 	return Service{cfg: cfg, job: &job{status: "idle"}}
 }
 
+// The phases of a running copy, by Queen's names. Queen's "dumping" is its
+// preparation of the target before any data flows, "restoring" the stream
+// of the data itself: here "dumping" lasts until the target is known empty
+// and the source counted, "restoring" while rows are written (queues,
+// messages, groups, dead letters, the features' state) and counted again.
+const (
+	statusDumping   = "dumping"
+	statusRestoring = "restoring"
+)
+
 // job is the state of the one copy.
 type job struct {
 	mu            sync.Mutex
-	status        string // idle, running, complete, error
+	status        string // idle, dumping, restoring, complete, error
 	step          string
 	err           string
 	started, done time.Time
@@ -117,7 +127,7 @@ func (s Service) open(ctx context.Context, t api.MigrationStart) (store.Transfer
 func (s Service) Start(ctx context.Context, t api.MigrationStart) error {
 	if s.job != nil {
 		s.job.mu.Lock()
-		running := s.job.status == "running"
+		running := s.job.running()
 		s.job.mu.Unlock()
 		if running {
 			return ErrRunning
@@ -133,12 +143,13 @@ func (s Service) Start(ctx context.Context, t api.MigrationStart) error {
 	}
 	j := s.job
 	j.mu.Lock()
-	if j.status == "running" {
+	if j.running() {
 		j.mu.Unlock()
 		closeDst()
 		return ErrRunning
 	}
-	j.status, j.step, j.err, j.started, j.done, j.copied, j.total = "running", "starting", "", time.Now(), time.Time{}, 0, 0
+	j.status, j.step, j.err, j.started, j.done, j.copied, j.total = statusDumping, "switching push maintenance on", "",
+		time.Now(), time.Time{}, 0, 0
 	j.mu.Unlock()
 
 	wasOn := s.cfg.MaintenanceOn != nil && s.cfg.MaintenanceOn()
@@ -172,8 +183,12 @@ func (s Service) Start(ctx context.Context, t api.MigrationStart) error {
 
 // copy copies the source engine to dst, reporting its progress in j.
 func (s Service) copy(ctx context.Context, j *job, dst store.TransferStore) error {
-	j.set("copying")
-	rep, err := CopyEngine(ctx, s.cfg.Source, dst, Options{Batch: s.cfg.Batch, Progress: func(p Progress) {
+	j.set("counting the source")
+	rep, err := CopyEngine(ctx, s.cfg.Source, dst, Options{Batch: s.cfg.Batch, Writing: func(total int64) {
+		j.mu.Lock()
+		j.status, j.total, j.step = statusRestoring, total, fmt.Sprintf("copying messages: 0 of %d", total)
+		j.mu.Unlock()
+	}, Progress: func(p Progress) {
 		j.mu.Lock()
 		j.copied, j.total = p.Messages, p.Total
 		j.step = fmt.Sprintf("copying messages: %d of %d", p.Messages, p.Total)
@@ -184,6 +199,9 @@ func (s Service) copy(ctx context.Context, j *job, dst store.TransferStore) erro
 	}
 	return err
 }
+
+// running reports whether a copy runs; j.mu is held.
+func (j *job) running() bool { return j.status == statusDumping || j.status == statusRestoring }
 
 func (j *job) set(step string) {
 	j.mu.Lock()
@@ -251,7 +269,7 @@ func (s Service) Reset() error {
 	j := s.job
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.status == "running" {
+	if j.running() {
 		return ErrResetRunning
 	}
 	j.status, j.step, j.err, j.started, j.done, j.copied, j.total = "idle", "", "", time.Time{}, time.Time{}, 0, 0

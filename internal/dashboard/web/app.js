@@ -503,7 +503,7 @@ function System({ me }) {
 // PostgreSQL, start the copy of this broker's data into it, follow its
 // status (every second while it runs), validate the counts, reset. A broker
 // without the start route (404) offers the connection test only.
-const RUNNING = ['running', 'dumping', 'restoring'];
+const RUNNING = ['dumping', 'restoring']; // Queen's names of a running copy's phases: preparing, writing
 function Migration({ onEnd }) {
   const [t, setT] = useState({ host: '', port: '5432', database: '', user: '', password: '', ssl: false, schema: 'queen' });
   const [conn, setConn] = useState(null);
@@ -536,7 +536,7 @@ function Migration({ onEnd }) {
   };
   const field = (k, label, type = 'text') => html`<label>${label}<input id=${'mig-' + k} type=${type} value=${t[k]} onInput=${set(k)} autocomplete="off" /></label>`;
   return html`<h2>Migration to another PostgreSQL</h2><div class="panel" id="migration">
-    <p class="muted">Copies every queue, message, consumer group position and dead letter of this broker into queen-go's schema on a PostgreSQL that holds no queues yet; brokers pointed at it then continue where this one stopped. The password is sent to this broker only and never shown again.</p>
+    <p class="muted">Copies every queue, message, consumer group position and dead letter of this broker, with its key/value state, timers, ephemeral queues, stream queries and webhook settings, into queen-go's schema on a PostgreSQL that holds no queues yet; brokers pointed at it then continue where this one stopped. The password is sent to this broker only and never shown again.</p>
     <div class="form">${field('host', 'Host')}${field('port', 'Port')}${field('database', 'Database')}${field('user', 'User')}${field('password', 'Password', 'password')}
       ${full && field('schema', 'Schema')}<label class="check"><input id="mig-ssl" type="checkbox" checked=${t.ssl} onChange=${set('ssl')} /> require TLS</label></div>
     <div class="row"><button id="mig-test" disabled=${!ready || busy} onClick=${test}>${busy === 'test' ? 'Testing…' : 'Test connection'}</button>
