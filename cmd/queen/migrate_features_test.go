@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/queen-go/queen/internal/store/postgres/pgtest"
 	"github.com/queen-go/queen/internal/store/sqlite"
 	"github.com/queen-go/queen/internal/testbroker"
+	"github.com/queen-go/queen/internal/transfer"
 )
 
 // call sends body (JSON, nil for none) to base+path with the headers kv
@@ -88,7 +90,8 @@ func featureReads(t *testing.T, base string, timers []string, queryID, partition
 // webhook ingress with its API key from the embedded engine to PostgreSQL
 // and from there into a new folder. Each has its own line with matching
 // counts; brokers on both targets answer every read as the source did, and
-// the API key the source minted is accepted by both.
+// the API key the source minted is accepted by both. A second copy into
+// the PostgreSQL target, which holds no queue but those rows, is refused.
 func TestMigrateCarriesFeatures(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
@@ -158,6 +161,15 @@ func TestMigrateCarriesFeatures(t *testing.T) {
 				t.Fatalf("migrate %v printed %q, want a line %q", c, out.String(), line)
 			}
 		}
+	}
+
+	// The PostgreSQL target holds no queue, but timers and the rest: a
+	// second copy into it is refused before it writes.
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"migrate", "--from", dir, "--to", url, "--to-schema", schema}, func(string) string { return "" },
+		&out, &errOut)
+	if !errors.Is(err, transfer.ErrTargetNotEmpty) || exitCode(err) != exitError || !strings.Contains(err.Error(), "timers (2)") {
+		t.Fatalf("a second migrate into the target: %v (exit %d), want a refusal naming its timers", err, exitCode(err))
 	}
 
 	st, err := sqlite.Open(ctx, sqlite.Config{Dir: back})

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
 )
 
-// ErrTargetNotEmpty means the target of a copy already holds queues: a copy
-// writes nothing into it.
-var ErrTargetNotEmpty = errors.New("the target already holds queues")
+// ErrTargetNotEmpty means the target of a copy already holds queues, or
+// rows of another entity a copy writes: a copy writes nothing into it.
+var ErrTargetNotEmpty = errors.New("the target is not empty")
 
 // Entities are what a copy counts, in the order its report lists them.
 // Key/value state ("kv") and the features after it come from a queen-go
@@ -72,15 +73,31 @@ func (o Options) batch() int {
 	return o.Batch
 }
 
-// CheckEmpty returns ErrTargetNotEmpty (wrapped, with the count) when dst
-// holds queues.
+// CheckEmpty returns ErrTargetNotEmpty (wrapped, naming the entity and its
+// count) when dst holds queues, or any row of another entity a copy writes:
+// a target with only timers or key/value state would fail part-way through
+// the copy, on the first key the two share.
 func CheckEmpty(ctx context.Context, dst store.TransferStore) error {
 	n, err := dst.TransferQueueCount(ctx)
 	if err != nil {
 		return fmt.Errorf("count the target's queues: %w", err)
 	}
+	entity := "queues"
+	if n == 0 {
+		c, err := dst.TransferCounts(ctx)
+		if err != nil {
+			return fmt.Errorf("count the target: %w", err)
+		}
+		for i, v := range countsOf(c) {
+			if v > 0 {
+				entity, n = strings.ReplaceAll(Entities[i], "_", " "), v
+				break
+			}
+		}
+	}
 	if n > 0 {
-		return fmt.Errorf("%w (%d); a copy goes into an empty database only, and writes nothing here", ErrTargetNotEmpty, n)
+		return fmt.Errorf("%w: it already holds %s (%d); a copy goes into an empty database only, and writes nothing here",
+			ErrTargetNotEmpty, entity, n)
 	}
 	return nil
 }

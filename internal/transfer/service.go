@@ -123,7 +123,8 @@ func (s Service) open(ctx context.Context, t api.MigrationStart) (store.Transfer
 
 // Start checks that the target holds no queue and starts the copy in the
 // background. ErrRunning while one runs; an error wrapping
-// ErrTargetNotEmpty for a target that holds queues.
+// ErrTargetNotEmpty for a target that holds queues (or other rows a copy
+// writes).
 func (s Service) Start(ctx context.Context, t api.MigrationStart) error {
 	if s.job != nil {
 		s.job.mu.Lock()

@@ -524,7 +524,7 @@ function Migration({ onEnd }) {
     try { setConn(await api('POST', '/api/v1/migration/test-connection', target())); } catch (e) { setConn({ success: false, error: e.message }); }
   });
   const start = async () => {
-    if (!(await confirmAction(`Copy this broker's data into ${t.database}@${t.host} (schema ${t.schema || 'queen'})? Pushes are held while it runs; a target that already holds queues is refused.`, 'Start migration'))) return;
+    if (!(await confirmAction(`Copy this broker's data into ${t.database}@${t.host} (schema ${t.schema || 'queen'})? Pushes are held while it runs; a target that is not empty is refused.`, 'Start migration'))) return;
     await run('start', () => act('Migration started', () => api('POST', '/api/v1/migration/start', { ...target(), schema: t.schema.trim() }), () => { setValid(null); setFast(true); st.reload(); }));
   };
   const validate = () => run('validate', async () => {
