@@ -157,9 +157,12 @@ type DeadLetter struct {
 	ErrorMessage  string          `json:"errorMessage"`
 	RetryCount    int             `json:"retryCount"`
 	Data          json.RawMessage `json:"data"`
-	ProducerSub   *string         `json:"producerSub"`
-	CreatedAt     Time            `json:"createdAt"`
-	FailedAt      Time            `json:"failedAt"`
+	// IsEncrypted is true when Data is the sealed form of the payload
+	// (encryption at rest), as the messages route says it.
+	IsEncrypted bool    `json:"isEncrypted"`
+	ProducerSub *string `json:"producerSub"`
+	CreatedAt   Time    `json:"createdAt"`
+	FailedAt    Time    `json:"failedAt"`
 }
 
 // DLQRetryRequest is the body of POST /api/v1/dlq/retry: dead letters to
@@ -265,7 +268,11 @@ type NamedTrace struct {
 	QueueName      string          `json:"queue_name"`
 	PartitionName  string          `json:"partition_name"`
 	MessagePayload json.RawMessage `json:"message_payload"`
-	TraceNames     []string        `json:"trace_names"`
+	// IsEncrypted is true when MessagePayload is the sealed form of the
+	// payload (encryption at rest); false when the message is gone. Snake
+	// case, as every key of the entry.
+	IsEncrypted bool     `json:"is_encrypted"`
+	TraceNames  []string `json:"trace_names"`
 }
 
 // TraceNames is GET /api/v1/traces/names.

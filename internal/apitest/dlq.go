@@ -11,7 +11,7 @@ import (
 
 // deadLetterKeys are the keys of one entry of GET /api/v1/dlq.
 var deadLetterKeys = []string{"id", "transactionId", "partitionId", "queue", "partition", "consumerGroup",
-	"errorMessage", "retryCount", "data", "producerSub", "createdAt", "failedAt"}
+	"errorMessage", "retryCount", "data", "isEncrypted", "producerSub", "createdAt", "failedAt"}
 
 type deadLetterEntry struct {
 	ID            string          `json:"id"`

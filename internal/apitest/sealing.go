@@ -108,10 +108,46 @@ func (s *suite) testSealing(t *testing.T) {
 			{plain, false},
 			{shaped, false}, // a client's payload of the sealed shape is not sealed
 		} {
+			path := messageRoute(t, c, tc.queue)
 			var d map[string]any
-			wantJSON(t, c.do(t, "GET", messageRoute(t, c, tc.queue), nil), http.StatusOK, &d)
+			wantJSON(t, c.do(t, "GET", path, nil), http.StatusOK, &d)
 			if d["isEncrypted"] != tc.want {
 				t.Errorf("message of %s: isEncrypted %v, want %v", tc.queue, d["isEncrypted"], tc.want)
+			}
+
+			// The dead-letter listing and the traces by name hand out the
+			// payload as stored too, and say the same.
+			var moved map[string]any
+			wantJSON(t, c.do(t, "POST", path+"/dlq", `{}`), http.StatusOK, &moved)
+			var dl struct {
+				Messages []struct {
+					PartitionID   string          `json:"partitionId"`
+					TransactionID string          `json:"transactionId"`
+					Data          json.RawMessage `json:"data"`
+					IsEncrypted   *bool           `json:"isEncrypted"`
+				} `json:"messages"`
+			}
+			wantJSON(t, c.do(t, "GET", "/api/v1/dlq?queue="+url.QueryEscape(tc.queue), nil), http.StatusOK, &dl)
+			if len(dl.Messages) != 1 {
+				t.Fatalf("dead letters of %s: %+v, want one", tc.queue, dl.Messages)
+			}
+			e := dl.Messages[0]
+			if e.IsEncrypted == nil || *e.IsEncrypted != tc.want || crypt.Sealed(e.Data) != tc.want && tc.queue != shaped {
+				t.Errorf("dead letter of %s: isEncrypted %v, data %s; want %v", tc.queue, e.IsEncrypted, e.Data, tc.want)
+			}
+			name := uniq("sealed-trace")
+			c.recordTrace(t, popMessage{PartitionID: e.PartitionID, TransactionID: e.TransactionID}, map[string]any{}, name)
+			var tr struct {
+				Traces []struct {
+					MessagePayload json.RawMessage `json:"message_payload"`
+					IsEncrypted    *bool           `json:"is_encrypted"`
+				} `json:"traces"`
+			}
+			wantJSON(t, c.do(t, "GET", "/api/v1/traces/by-name/"+url.PathEscape(name), nil), http.StatusOK, &tr)
+			if len(tr.Traces) != 1 || tr.Traces[0].IsEncrypted == nil || *tr.Traces[0].IsEncrypted != tc.want ||
+				!jsonEqual(tr.Traces[0].MessagePayload, e.Data) {
+				t.Errorf("trace of %s by name: %+v, want is_encrypted %v and the payload as stored %s", tc.queue, tr.Traces,
+					tc.want, e.Data)
 			}
 		}
 	})

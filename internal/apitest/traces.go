@@ -131,7 +131,7 @@ func (s *suite) testTraces(t *testing.T) {
 		}
 		tr := list[0].(map[string]any)
 		wantKeys(t, "named trace", tr, "id", "transaction_id", "partition_id", "event_type", "data", "consumer_group",
-			"worker_id", "created_at", "queue_name", "partition_name", "message_payload", "trace_names")
+			"worker_id", "created_at", "queue_name", "partition_name", "message_payload", "is_encrypted", "trace_names")
 		if tr["id"] != ids[0] || tr["queue_name"] != q || tr["partition_name"] != "Default" ||
 			tr["transaction_id"] != p.Messages[0].TransactionID || tr["partition_id"] != p.Messages[0].PartitionID {
 			t.Errorf("first named trace: %v", tr)

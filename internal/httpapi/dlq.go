@@ -33,8 +33,9 @@ func (g *messageControlRoutes) listDLQ(w http.ResponseWriter, r *http.Request) e
 		out.Messages[i] = api.DeadLetter{
 			ID: d.MessageID, TransactionID: d.TransactionID, PartitionID: d.PartitionID, Queue: d.Queue,
 			Partition: d.Partition, ConsumerGroup: d.ConsumerGroup, ErrorMessage: d.Error, RetryCount: d.RetryCount,
-			Data: rawJSON(d.Payload), ProducerSub: nullable(d.ProducerSub), CreatedAt: api.TimeOf(d.CreatedAt),
-			FailedAt: api.TimeOf(d.FailedAt),
+			Data: rawJSON(d.Payload), IsEncrypted: d.Sealed.Encrypted(), ProducerSub: nullable(d.ProducerSub),
+			CreatedAt: api.TimeOf(d.CreatedAt),
+			FailedAt:  api.TimeOf(d.FailedAt),
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -165,7 +165,8 @@ func (g *messageControlRoutes) tracesByName(w http.ResponseWriter, r *http.Reque
 		out.Traces[i] = api.NamedTrace{ID: t.ID, TransactionID: t.TransactionID, PartitionID: t.PartitionID,
 			EventType: t.EventType, Data: rawJSON(t.Data), ConsumerGroup: t.ConsumerGroup,
 			WorkerID: nullable(t.WorkerID), CreatedAt: api.TimeOf(t.CreatedAt), QueueName: t.Queue,
-			PartitionName: t.Partition, MessagePayload: rawJSON(t.Payload), TraceNames: namesOrEmpty(t.Names)}
+			PartitionName: t.Partition, MessagePayload: rawJSON(t.Payload), IsEncrypted: t.Sealed.Encrypted(),
+			TraceNames: namesOrEmpty(t.Names)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

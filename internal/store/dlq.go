@@ -32,10 +32,11 @@ type DeadLetter struct {
 	MessageID     string
 	Partition     string
 	PartitionID   string
-	Payload       []byte
+	Payload       []byte // as stored: sealed when Sealed says so
 	ProducerSub   string
 	Queue         string
 	RetryCount    int
+	Sealed        Seal
 	TraceID       string
 	TransactionID string
 }

@@ -27,8 +27,9 @@ type TraceStore interface {
 	TraceRecord(ctx context.Context, p *TraceRecordParams) error
 }
 
-// Trace is one recorded trace. Queue, Partition and Payload are set by
-// TraceListByName only; Payload is nil when the message is gone.
+// Trace is one recorded trace. Queue, Partition, Payload and Sealed are set
+// by TraceListByName only; Payload is nil (and Sealed SealNone) when the
+// message is gone.
 type Trace struct {
 	ConsumerGroup string
 	CreatedAt     time.Time
@@ -38,8 +39,9 @@ type Trace struct {
 	Names         []string // sorted
 	Partition     string
 	PartitionID   string
-	Payload       []byte
+	Payload       []byte // as stored: sealed when Sealed says so
 	Queue         string
+	Sealed        Seal
 	TransactionID string
 	WorkerID      string // "" for none
 }

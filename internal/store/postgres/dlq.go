@@ -22,7 +22,8 @@ const dlqWhere = `q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR d.c
 const (
 	// A page of dead letters, newest failure first (dead_letters_failed).
 	sqlDLQList = `SELECT d.consumer_group, d.error, d.retry_count, d.failed_at, m.id, m.transaction_id,
-			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.created_at, p.uuid, p.name, q.name
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.created_at, p.uuid, p.name, q.name,
+			m.sealed
 		FROM dead_letters d
 		JOIN partitions p ON p.id = d.partition_id
 		JOIN queues q ON q.id = p.queue_id
@@ -128,7 +129,7 @@ func (s *Store) DLQList(ctx context.Context, p *store.DLQListParams) ([]store.De
 	var failedAt, createdAt int64
 	_, err := pgx.ForEachRow(rows, []any{&d.ConsumerGroup, &d.Error, &d.RetryCount, &failedAt, &d.MessageID,
 		&d.TransactionID, &d.TraceID, &d.ProducerSub, &d.Payload, &createdAt, &d.PartitionID, &d.Partition,
-		&d.Queue}, func() error {
+		&d.Queue, &d.Sealed}, func() error {
 		r := d
 		r.FailedAt, r.CreatedAt = time.UnixMilli(failedAt).UTC(), time.UnixMilli(createdAt).UTC()
 		out = append(out, r)

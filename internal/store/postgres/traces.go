@@ -47,7 +47,7 @@ const (
 	// A page of a name's traces, oldest first, of queues that still exist,
 	// with their message's payload while it can be read (not once cleared).
 	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
-			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name, m.payload
+			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name, m.payload, COALESCE(m.sealed, 0)
 		FROM trace_names n
 		JOIN traces t ON t.id = n.trace_id
 		JOIN partitions p ON p.id = n.partition_id

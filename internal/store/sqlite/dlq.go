@@ -24,7 +24,8 @@ const (
 	// A page of dead letters, newest failure first: a range of
 	// dead_letters_failed, whose key (failed_at, rowid) is the order.
 	sqlDLQList = `SELECT d.consumer_group, d.error, d.retry_count, d.failed_at, m.id, m.transaction_id,
-			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.created_at, p.uuid, p.name, q.name
+			COALESCE(m.trace_id, ''), COALESCE(m.producer_sub, ''), m.payload, m.created_at, p.uuid, p.name, q.name,
+			m.sealed
 		FROM dead_letters d INDEXED BY dead_letters_failed
 		JOIN partitions p ON p.id = d.partition_id
 		JOIN queues q ON q.id = p.queue_id
@@ -92,7 +93,8 @@ func (s *Store) DLQList(ctx context.Context, p *store.DLQListParams) ([]store.De
 		var d store.DeadLetter
 		var failedAt, createdAt int64
 		if err := rows.Scan(&d.ConsumerGroup, &d.Error, &d.RetryCount, &failedAt, &d.MessageID, &d.TransactionID,
-			&d.TraceID, &d.ProducerSub, &d.Payload, &createdAt, &d.PartitionID, &d.Partition, &d.Queue); err != nil {
+			&d.TraceID, &d.ProducerSub, &d.Payload, &createdAt, &d.PartitionID, &d.Partition, &d.Queue,
+			&d.Sealed); err != nil {
 			return nil, fmt.Errorf("list dead letters: %w", err)
 		}
 		d.FailedAt, d.CreatedAt = time.UnixMilli(failedAt).UTC(), time.UnixMilli(createdAt).UTC()

@@ -38,7 +38,9 @@ const (
 	sqlTraceByName = `SELECT t.id, t.uuid, t.transaction_id, t.consumer_group, t.event_type, t.data,
 			COALESCE(t.worker_id, ''), t.created_at, p.uuid, p.name, q.name,
 			(SELECT m.payload FROM messages m WHERE m.partition_id = t.partition_id
-				AND m.transaction_id = t.transaction_id AND m.seq > p.cleared_offset)
+				AND m.transaction_id = t.transaction_id AND m.seq > p.cleared_offset),
+			COALESCE((SELECT m.sealed FROM messages m WHERE m.partition_id = t.partition_id
+				AND m.transaction_id = t.transaction_id AND m.seq > p.cleared_offset), 0)
 		FROM trace_names n INDEXED BY trace_names_by_name
 		JOIN traces t ON t.id = n.trace_id
 		JOIN partitions p ON p.id = n.partition_id

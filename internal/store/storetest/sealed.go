@@ -46,6 +46,52 @@ func runSealed(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("DeadLettersAndTracesByNameCarryTheSeal", func(t *testing.T) {
+		s := setup(t, newStore)
+		items := []store.PushItem{sealedItem("q", 0, store.SealNone), sealedItem("q", 1, store.SealQueen),
+			sealedItem("q", 2, store.SealBound)}
+		res := PushItems(t, s, T0, items...)
+		want := map[string]store.Seal{}
+		for i := range items {
+			m := pushed{PushItem: items[i], PartitionID: res[i].PartitionID}
+			deadLetter(t, s, m, store.QueueMode, At(time.Second))
+			trace(t, s, m, At(time.Second), `{}`, "sealed-flow")
+			want[items[i].TransactionID] = items[i].Sealed
+		}
+		dl := dlqList(t, s, &store.DLQListParams{})
+		if len(dl) != len(items) {
+			t.Fatalf("listed %d dead letters, want %d", len(dl), len(items))
+		}
+		for _, d := range dl {
+			if d.Sealed != want[d.TransactionID] {
+				t.Errorf("dead letter %s: Sealed %d, want %d", d.TransactionID, d.Sealed, want[d.TransactionID])
+			}
+		}
+		traces := byName(t, s, &store.TraceListByNameParams{Name: "sealed-flow"}).Traces
+		if len(traces) != len(items) {
+			t.Fatalf("listed %d traces by name, want %d", len(traces), len(items))
+		}
+		for _, tr := range traces {
+			if tr.Sealed != want[tr.TransactionID] {
+				t.Errorf("trace of %s: Sealed %d, want %d", tr.TransactionID, tr.Sealed, want[tr.TransactionID])
+			}
+		}
+		// Once the messages are gone (a clear keeps their traces), the
+		// traces carry no payload and no seal.
+		if _, err := s.QueueClear(ctx, &store.QueueClearParams{Name: "q", Now: At(time.Minute)}); err != nil {
+			t.Fatalf("QueueClear: %v", err)
+		}
+		traces = byName(t, s, &store.TraceListByNameParams{Name: "sealed-flow"}).Traces
+		if len(traces) != len(items) {
+			t.Fatalf("listed %d traces by name after the clear, want %d", len(traces), len(items))
+		}
+		for _, tr := range traces {
+			if tr.Payload != nil || tr.Sealed != store.SealNone {
+				t.Errorf("trace of a cleared message: payload %s, Sealed %d; want none", tr.Payload, tr.Sealed)
+			}
+		}
+	})
+
 	t.Run("RequeueKeepsTheSeal", func(t *testing.T) {
 		s := setup(t, newStore)
 		items := []store.PushItem{sealedItem("q", 0, store.SealBound), sealedItem("q", 1, store.SealNone)}

@@ -74,12 +74,13 @@ func ListIn(q sqlq.Q, pid int64, puuid, txn string) ([]store.Trace, []int64, err
 
 // ScanByName reads a row of a name's page of traces: row id, uuid,
 // transactionId, group, event type, data, worker, created at, partition
-// uuid and name, queue, payload (NULL once the message is gone).
+// uuid and name, queue, payload (NULL once the message is gone) and its seal
+// (0 then).
 func ScanByName(row sqlq.Row) (int64, store.Trace, error) {
 	var tr store.Trace
 	var id, createdAt int64
 	err := row.Scan(&id, &tr.ID, &tr.TransactionID, &tr.ConsumerGroup, &tr.EventType, &tr.Data, &tr.WorkerID,
-		&createdAt, &tr.PartitionID, &tr.Partition, &tr.Queue, &tr.Payload)
+		&createdAt, &tr.PartitionID, &tr.Partition, &tr.Queue, &tr.Payload, &tr.Sealed)
 	tr.CreatedAt = millis(createdAt)
 	return id, tr, err
 }
