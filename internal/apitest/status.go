@@ -3,6 +3,7 @@ package apitest
 import (
 	"net/http"
 	"net/url"
+	"reflect"
 	"testing"
 	"time"
 
@@ -315,6 +316,57 @@ func (s *suite) testStatus(t *testing.T) {
 		wantPlainError(t, c.do(t, "GET", path+"?limit=0", nil), http.StatusBadRequest, "bad query: limit: 0 is out of range")
 		if got := arr(t, "messages", c.getJSON(t, path+"?limit=100000", nil)); len(got) != 5 {
 			t.Errorf("limit=100000 (clamped): %d messages, want all 5", len(got))
+		}
+	})
+
+	t.Run("status/queues/{queue}/messages: judged by queue mode alone, whatever bus groups have read", func(t *testing.T) {
+		t.Parallel()
+		c := s.server(t)
+		q := uniq("smbus")
+		txns := c.pushSeries(t, q, "", 3)
+		path := "/api/v1/status/queues/" + url.PathEscape(q) + "/messages"
+		statuses := func() map[string]string {
+			t.Helper()
+			out := map[string]string{}
+			for _, e := range arr(t, "messages", c.getJSON(t, path, nil)) {
+				m := obj(t, "message", e)
+				out[m["transactionId"].(string)] = m["status"].(string)
+			}
+			return out
+		}
+		listed := func() map[string]string {
+			t.Helper()
+			out := map[string]string{}
+			for _, m := range c.listMessages(t, "queue="+url.QueryEscape(q)).Messages {
+				out[m.TransactionID] = m.Status
+			}
+			return out
+		}
+		// A bus group reads all three: every group's view (the listing)
+		// calls them completed, the status view (queue mode) pending.
+		c.ackAll(t, "bus", c.popOK(t, queuePath(q)+"?batch=3&consumerGroup=bus"))
+		all := map[string]string{txns[0]: "completed", txns[1]: "completed", txns[2]: "completed"}
+		if got := listed(); !reflect.DeepEqual(got, all) {
+			t.Errorf("listing after the bus group read all: %v, want %v", got, all)
+		}
+		none := map[string]string{txns[0]: "pending", txns[1]: "pending", txns[2]: "pending"}
+		if got := statuses(); !reflect.DeepEqual(got, none) {
+			t.Errorf("status view of a queue only a bus group read: %v, want %v", got, none)
+		}
+		// Queue mode commits all three and a fourth the bus group has not
+		// read: the status view calls all four completed, the listing the
+		// fourth pending.
+		c.ackAll(t, "", c.popOK(t, queuePath(q)+"?batch=2"))
+		more := c.pushSeries(t, q, "", 1)
+		c.ackAll(t, "", c.popOK(t, queuePath(q)+"?batch=2"))
+		want := map[string]string{txns[0]: "completed", txns[1]: "completed", txns[2]: "completed",
+			more[0]: "completed"}
+		if got := statuses(); !reflect.DeepEqual(got, want) {
+			t.Errorf("status view after queue mode committed all: %v, want %v", got, want)
+		}
+		want[more[0]] = "pending" // the bus group has still to read it
+		if got := listed(); !reflect.DeepEqual(got, want) {
+			t.Errorf("listing with the bus group behind: %v, want %v", got, want)
 		}
 	})
 
