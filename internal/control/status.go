@@ -317,11 +317,35 @@ func (c *Control) StatusQueue(ctx context.Context, tenant string, p store.QueueG
 	return c.store.QueueGet(ctx, &p)
 }
 
+// StatusPage is a page of the status view's newest messages.
+type StatusPage struct {
+	Limit, Offset int
+	Queue         string
+}
+
 // StatusQueueMessages lists a page of one of the tenant's queues' messages,
-// newest first; store.ErrQueueNotFound if it has none of that name.
-func (c *Control) StatusQueueMessages(ctx context.Context, tenant string, p store.StatsQueueMessagesParams) ([]store.QueueMessage, error) {
-	p.Tenant, p.Now = tenant, c.now()
-	return c.store.StatsQueueMessages(ctx, &p)
+// newest first, judged by queue mode's lane alone (Queen's status view; see
+// docs/decisions.md); store.ErrQueueNotFound if it has none of that name.
+// It is the listing of ListMessages with that one judgement, so the two
+// views never drift apart.
+func (c *Control) StatusQueueMessages(ctx context.Context, tenant string, p StatusPage) ([]store.ListedMessage, error) {
+	// The view has no time window: every creation time is in it, a message
+	// stamped by a clock ahead of ours included.
+	from, to := time.UnixMilli(0).UTC(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	res, err := c.store.MessageList(ctx, &store.MessageListParams{From: from, Group: store.QueueMode,
+		Limit: p.Limit, Now: c.now(), Offset: p.Offset, Queue: p.Queue, Tenant: tenant, To: to})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Messages) == 0 {
+		// A listing of no queue is empty, not an error: only an empty page
+		// asks whether the queue exists.
+		if _, err := c.store.QueueGet(ctx, &store.QueueGetParams{Name: p.Queue, Limit: 1, Now: c.now(),
+			Tenant: tenant}); err != nil {
+			return nil, err
+		}
+	}
+	return res.Messages, nil
 }
 
 // QueueMetrics reads what the per-queue Prometheus families show: the

@@ -32,7 +32,6 @@ type Store interface {
 	StatsEngine(ctx context.Context, p *store.StatsEngineParams) (*store.EngineStats, error)
 	StatsLeases(ctx context.Context, p *store.StatsLeasesParams) (*store.LeaseSummary, error)
 	StatsQueueGauges(ctx context.Context, p *store.StatsQueueGaugesParams) (*store.QueueGauges, error)
-	StatsQueueMessages(ctx context.Context, p *store.StatsQueueMessagesParams) ([]store.QueueMessage, error)
 	StatsQueueSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.QueueBucket, error)
 	StatsQueueStateSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.QueueState, error)
 	StatsRetentionSeries(ctx context.Context, p *store.StatsSeriesParams) ([]store.RetentionBucket, error)

@@ -49,6 +49,10 @@ const (
 	MaxSeriesPoints = 10000
 	// DefaultMessagesLimit is the page of /status/queues/{queue}/messages.
 	DefaultMessagesLimit = 50
+	// MaxStatusWindow bounds offset plus limit of
+	// /status/queues/{queue}/messages: the messages skipped are read too,
+	// so a page further down costs more than a page should.
+	MaxStatusWindow = 10000
 	// DefaultLagRows and MaxLagRows bound /analytics/queue-lag, a bare
 	// array without pagination.
 	DefaultLagRows = 1000
@@ -218,14 +222,14 @@ func (g *statusRoutes) statusQueueMessages(w http.ResponseWriter, r *http.Reques
 	}
 	q := parseQuery(r)
 	limit, offset := q.page(DefaultMessagesLimit, MaxListLimit)
-	if q.err == nil && offset+limit > store.MaxStatsWindow {
-		q.err = badQuery("offset: a page ends at most %d messages down (offset + limit)", store.MaxStatsWindow)
+	if q.err == nil && offset+limit > MaxStatusWindow {
+		q.err = badQuery("offset: a page ends at most %d messages down (offset + limit)", MaxStatusWindow)
 	}
 	if q.err != nil {
 		return q.err
 	}
 	queue := r.PathValue("queue")
-	msgs, err := g.control.StatusQueueMessages(r.Context(), caller(r).Tenant, store.StatsQueueMessagesParams{
+	msgs, err := g.control.StatusQueueMessages(r.Context(), caller(r).Tenant, control.StatusPage{
 		Queue: queue, Limit: limit, Offset: offset})
 	if err != nil {
 		return entity(err)

@@ -31,8 +31,10 @@ type MessageControlStore interface {
 	MessageGet(ctx context.Context, p *MessageGetParams) (*MessageDetail, error)
 	// MessageList returns a page of messages created in [p.From, p.To),
 	// newest first across partitions (package listing merges the
-	// partitions' own offset order). It reads about as many messages as it
-	// skips and lists, and never more than MessageListScanLimit.
+	// partitions' own offset order), each judged by every group reading its
+	// partition or by p.Group's lane alone. It reads about as many messages
+	// as it skips and lists, and never more than MessageListScanLimit. A
+	// queue that does not exist lists nothing.
 	MessageList(ctx context.Context, p *MessageListParams) (*MessageListResult, error)
 }
 
@@ -86,8 +88,14 @@ type MessageRef struct {
 
 // MessageListParams select a page of messages.
 type MessageListParams struct {
-	From      time.Time // inclusive
-	Limit     int       // <= 0 means 200
+	From time.Time // inclusive
+	// Group, when set, judges every message by that consumer group's lane
+	// alone (QueueMode for the status view, as Queen's procedure does)
+	// instead of by every group reading its partition. A status filter
+	// then reads every selected partition: the lanes' bounds of where a
+	// status can be are every group's.
+	Group     string
+	Limit     int // <= 0 means 200
 	Namespace string
 	Now       time.Time // decides which leases are live
 	Offset    int

@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// StatsStore serves the status, analytics and metrics surfaces: the newest
-// messages of a queue, live per-queue gauges across tenants, the
-// per-minute series the metrics sampler records (and sweeps), the retention
-// history, and the engine's own figures.
+// StatsStore serves the status, analytics and metrics surfaces: live
+// per-queue gauges across tenants, the per-minute series the metrics
+// sampler records (and sweeps), the retention history, and the engine's own
+// figures. (The status view's newest messages are a MessageList judged by
+// queue mode's lane.)
 //
 // Time series are written once a minute per broker by the sampler
 // (StatsRecord) and read back in buckets; nothing here scans the messages
@@ -29,11 +30,6 @@ type StatsStore interface {
 	// every tenant (most pending first, at most p.Limit of them) and the
 	// totals of all queues.
 	StatsQueueGauges(ctx context.Context, p *StatsQueueGaugesParams) (*QueueGauges, error)
-	// StatsQueueMessages lists a page of a queue's messages, newest first,
-	// with their status for queue mode; ErrQueueNotFound if it does not
-	// exist. Its cost grows with the page (offset plus limit), never with
-	// the queue's messages.
-	StatsQueueMessages(ctx context.Context, p *StatsQueueMessagesParams) ([]QueueMessage, error)
 	// StatsQueueSeries sums the per-queue counters recorded between From
 	// and To into buckets, grouped as p.Group says, oldest bucket first.
 	// Buckets of whole RollupSlots are read from the slots StatsRollup
@@ -65,10 +61,6 @@ type StatsStore interface {
 	// then minute.
 	StatsWorkerSeries(ctx context.Context, p *StatsSeriesParams) ([]WorkerMinute, error)
 }
-
-// MaxStatsWindow bounds offset plus limit of StatsQueueMessages: a page
-// further down costs more than a page should.
-const MaxStatsWindow = 10000
 
 // PoolUsage describes the engine's connections right now.
 type PoolUsage struct {
@@ -120,25 +112,6 @@ type QueueGauge struct {
 	Processing   int64 // under live leases
 	Queue        string
 	Tenant       string
-}
-
-// StatsQueueMessagesParams select a page of a queue's newest messages.
-type StatsQueueMessagesParams struct {
-	Limit  int // <= 0 means 50
-	Now    time.Time
-	Offset int
-	Queue  string
-	Tenant string
-}
-
-// QueueMessage is one message as the status routes list it.
-type QueueMessage struct {
-	CreatedAt     time.Time
-	ID            string
-	Partition     string
-	PartitionID   string
-	Status        MessageStatus
-	TransactionID string
 }
 
 // QueueOps are the counters the broker keeps per queue (and sums per

@@ -147,17 +147,23 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 		limit = DefaultLimit
 	}
 	from, nowMs := p.From.UnixMilli(), p.Now.UnixMilli()
-	all, err := src.Partitions(p.Status)
+	// The partitions' facts bound where a status can be by every group's
+	// lanes; judged by one group's lane, a status can be anywhere.
+	bound := p.Status
+	if p.Group != "" {
+		bound = ""
+	}
+	all, err := src.Partitions(bound)
 	if err != nil {
 		return nil, err
 	}
 	parts := all[:0]
 	for _, pt := range all {
-		if _, _, ok := pt.bounds(p.Status); ok {
+		if _, _, ok := pt.bounds(bound); ok {
 			parts = append(parts, pt)
 		}
 	}
-	dead := p.Status == store.StatusDeadLetter
+	dead := bound == store.StatusDeadLetter
 	slices.SortFunc(parts, func(a, b Partition) int {
 		return cmp.Or(cmp.Compare(b.Newest, a.Newest), cmp.Compare(b.Key, a.Key))
 	})
@@ -173,7 +179,7 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 		// newer than the newest buffered.
 		if opened < len(parts) && (h.Len() == 0 ||
 			(key{parts[opened].Newest, parts[opened].Key, 1<<63 - 1}).less((*h)[0].key()) > 0) {
-			if err := open(src, parts[opened:min(opened+openBatch, len(parts))], p.Status, first, h); err != nil {
+			if err := open(src, parts[opened:min(opened+openBatch, len(parts))], bound, p.Group, first, h); err != nil {
 				return nil, err
 			}
 			opened = min(opened+openBatch, len(parts))
@@ -219,9 +225,9 @@ func Collect(p *store.MessageListParams, src Source) ([]store.ListedMessage, err
 	return out, nil
 }
 
-// open reads the newest messages and the lanes of parts and adds those
-// that hold any to the heap.
-func open(src Source, parts []Partition, status store.MessageStatus, first int, h *cursors) error {
+// open reads the newest messages and the lanes of parts (group's alone
+// when it is set) and adds those that hold any to the heap.
+func open(src Source, parts []Partition, status store.MessageStatus, group string, first int, h *cursors) error {
 	keys, floors, ceils := make([]int64, len(parts)), make([]int64, len(parts)), make([]int64, len(parts))
 	for i := range parts {
 		keys[i] = parts[i].Key
@@ -252,8 +258,12 @@ func open(src Source, parts []Partition, status store.MessageStatus, first int, 
 		if len(rows[i]) == 0 {
 			continue
 		}
+		ls := lanes[keys[i]]
+		if group != "" {
+			ls = slices.DeleteFunc(ls, func(g lane.Group) bool { return g.Name != group })
+		}
 		heap.Push(h, &cursor{part: &parts[i], floor: floors[i], info: infos[keys[i]], rows: rows[i], next: first * 4,
-			done: len(rows[i]) < first, lanes: lanes[keys[i]]})
+			done: len(rows[i]) < first, lanes: ls})
 	}
 	return nil
 }

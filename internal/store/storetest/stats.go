@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
 	"testing"
 	"time"
@@ -444,14 +445,10 @@ func runStats(t *testing.T, newStore func(t *testing.T) store.Store) {
 			items = append(items, it)
 		}
 		PushAt(t, s, At(time.Minute), "other", "p1", 1)
-		list := func(offset, limit int) []store.QueueMessage {
+		list := func(offset, limit int) []store.ListedMessage {
 			t.Helper()
-			out, err := s.StatsQueueMessages(ctx, &store.StatsQueueMessagesParams{Queue: "q", Offset: offset,
-				Limit: limit, Now: At(2 * time.Minute)})
-			if err != nil {
-				t.Fatalf("StatsQueueMessages(%d, %d): %v", offset, limit, err)
-			}
-			return out
+			return queueModeList(t, s, &store.MessageListParams{Queue: "q", Offset: offset, Limit: limit,
+				Now: At(2 * time.Minute)})
 		}
 		got := list(0, 10)
 		if len(got) != 6 {
@@ -495,16 +492,56 @@ func runStats(t *testing.T, newStore func(t *testing.T) store.Store) {
 				t.Errorf("message of %s (%s): %s, want %s", m.Partition, m.TransactionID, m.Status, want[m.ID])
 			}
 		}
-		_, err := s.StatsQueueMessages(ctx, &store.StatsQueueMessagesParams{Queue: "nope", Now: now})
-		wantNotFound(t, "unknown queue", err, store.ErrQueueNotFound)
-		_, err = s.StatsQueueMessages(ctx, &store.StatsQueueMessagesParams{Queue: "q", Tenant: tenantA, Now: now})
-		wantNotFound(t, "another tenant's queue", err, store.ErrQueueNotFound)
+		if got := queueModeList(t, s, &store.MessageListParams{Queue: "nope", Now: now}); len(got) != 0 {
+			t.Errorf("unknown queue: %+v", got)
+		}
+		if got := queueModeList(t, s, &store.MessageListParams{Queue: "q", Tenant: tenantA, Now: now}); len(got) != 0 {
+			t.Errorf("another tenant's queue: %+v", got)
+		}
 		// A cleared partition's messages are gone from the list.
 		if _, err := s.QueueClear(ctx, &store.QueueClearParams{Name: "q", Partition: "p2", Now: now}); err != nil {
 			t.Fatal(err)
 		}
 		if got := list(0, 10); len(got) != 3 || got[0].Partition != "p1" {
 			t.Errorf("after clearing p2: %+v", got)
+		}
+	})
+
+	t.Run("QueueMessagesJudgedByQueueModeAlone", func(t *testing.T) {
+		s := setup(t, newStore)
+		a, b := Item("q", "p", 0), Item("q", "p", 1)
+		PushItems(t, s, T0, a)
+		PushItems(t, s, At(time.Second), b)
+		now := At(time.Minute)
+		// Queue mode commits both; a bus group only the first.
+		p := PopParams("q", store.QueueMode, now)
+		p.Batch = 2
+		m := Pop(t, s, p)
+		Ack(t, s, now, AckOf(m[1], store.QueueMode, p.LeaseID, store.AckCompleted))
+		p = PopParams("q", "bus", now)
+		m = Pop(t, s, p)
+		Ack(t, s, now, AckOf(m[0], "bus", p.LeaseID, store.AckCompleted))
+		statuses := func(got []store.ListedMessage) map[string]store.MessageStatus {
+			out := map[string]store.MessageStatus{}
+			for _, m := range got {
+				out[m.ID] = m.Status
+			}
+			return out
+		}
+		want := map[string]store.MessageStatus{a.MessageID: store.StatusCompleted, b.MessageID: store.StatusCompleted}
+		if got := statuses(queueModeList(t, s, &store.MessageListParams{Queue: "q", Now: now})); !maps.Equal(got, want) {
+			t.Errorf("judged by queue mode: %v, want %v", got, want)
+		}
+		all := list(t, s, &store.MessageListParams{Queue: "q", From: T0, To: now, Now: now}).Messages
+		want[b.MessageID] = store.StatusPending // the bus group has still to read it
+		if got := statuses(all); !maps.Equal(got, want) {
+			t.Errorf("judged by every group: %v, want %v", got, want)
+		}
+		// A status filter judged by queue mode finds the second completed,
+		// though the bus group's cursor bounds every group's completed.
+		got := queueModeList(t, s, &store.MessageListParams{Queue: "q", Now: now, Status: store.StatusCompleted})
+		if len(got) != 2 || got[0].ID != b.MessageID {
+			t.Errorf("completed for queue mode: %+v, want both", got)
 		}
 	})
 
@@ -519,11 +556,7 @@ func runStats(t *testing.T, newStore func(t *testing.T) store.Store) {
 		for i := range items {
 			PushItems(t, s, At(time.Duration(i)*time.Millisecond), items[i])
 		}
-		out, err := s.StatsQueueMessages(ctx, &store.StatsQueueMessagesParams{Queue: "q", Offset: 280, Limit: 50,
-			Now: At(time.Minute)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := queueModeList(t, s, &store.MessageListParams{Queue: "q", Offset: 280, Limit: 50, Now: At(time.Minute)})
 		if len(out) != 20 || out[0].ID != items[19].MessageID || out[19].ID != items[0].MessageID {
 			t.Errorf("offset 280: %d messages, first %+v", len(out), out[0])
 		}
