@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queen-go/queen/internal/store"
-	runner "github.com/queen-go/queen/internal/store/migrate"
 )
 
 // A schema that versions 8 to 10 used: retention deleted a prefix
@@ -17,17 +14,11 @@ import (
 // gaps, and the figures count only what is there.
 func TestMigration011KeepsFiguresRight(t *testing.T) {
 	ctx := context.Background()
-	schema := newSchema(t)
-	pool := rawPool(t)
-	opts := migrateOptions(schema)
-	opts.Last = 10
-	if _, err := runner.Run(ctx, migrator{pool: pool, schema: schema}, Migrations(), opts); err != nil {
-		t.Fatal(err)
-	}
-	q := pgx.Identifier{schema}.Sanitize() + "."
+	old := schemaAt(t, 10)
+	q := old.prefix
 	// Offsets 1 to 10 of partition 1; retention deleted 1 to 4, 7 and 10
 	// were deleted on their own. Group g read up to 6.
-	execAll(t, pool,
+	old.exec(t,
 		`INSERT INTO `+q+`queues (id, uuid, tenant, name, options, created_at)
 			VALUES (1, 'q-uuid', '`+store.DefaultTenant+`', 'q', '{"leaseTime":300,"retryLimit":3}', 0)`,
 		`INSERT INTO `+q+`partitions (id, uuid, queue_id, name, last_offset, last_message_at, created_at,
@@ -38,7 +29,7 @@ func TestMigration011KeepsFiguresRight(t *testing.T) {
 		`INSERT INTO `+q+`lanes (partition_id, consumer_group, queue_id, cursor, ready) VALUES (1, 'g', 1, 6, true)`,
 	)
 
-	s := openStore(t, schema, 4)
+	s := old.open(t)
 	now := time.UnixMilli(2000)
 	d, err := s.QueueGet(ctx, &store.QueueGetParams{Name: "q", Now: now})
 	if err != nil {

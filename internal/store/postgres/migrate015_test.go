@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/queen-go/queen/internal/store"
-	runner "github.com/queen-go/queen/internal/store/migrate"
 )
 
 // Migration 015 records how payloads are sealed. Rows written before it by
@@ -17,16 +14,10 @@ import (
 // elsewhere, and for any other payload, nothing is marked.
 func TestMigration015MarksOldSeals(t *testing.T) {
 	ctx := context.Background()
-	schema := newSchema(t)
-	pool := rawPool(t)
-	opts := migrateOptions(schema)
-	opts.Last = 14
-	if _, err := runner.Run(ctx, migrator{pool: pool, schema: schema}, Migrations(), opts); err != nil {
-		t.Fatal(err)
-	}
-	q := pgx.Identifier{schema}.Sanitize() + "."
+	old := schemaAt(t, 14)
+	q := old.prefix
 	const shape = `{"encrypted":"AAAA","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`
-	execAll(t, pool,
+	old.exec(t,
 		`INSERT INTO `+q+`queues (id, uuid, tenant, name, options, created_at)
 			VALUES (1, 'q-enc', '`+store.DefaultTenant+`', 'enc', '{"v":1,"encryptionEnabled":true}', 0),
 			(2, 'q-plain', '`+store.DefaultTenant+`', 'plain', '{"v":1,"encryptionEnabled":false}', 0)`,
@@ -38,7 +29,7 @@ func TestMigration015MarksOldSeals(t *testing.T) {
 			(2, 1, 'm3', 't3', convert_to('`+shape+`', 'UTF8'), 1000)`,
 	)
 
-	s := openStore(t, schema, 4)
+	s := old.open(t)
 	for _, c := range []struct {
 		queue string
 		want  []store.Seal

@@ -34,6 +34,34 @@ func execAll(t *testing.T, pool *pgxpool.Pool, stmts ...string) {
 	}
 }
 
+// oldSchema is a fresh schema migrated up to one version only, the state
+// brokers of that version left: a migration test fills it with their rows,
+// then opens the store on it, which migrates the rest.
+type oldSchema struct {
+	name   string
+	pool   *pgxpool.Pool
+	prefix string // the quoted schema and a dot, to qualify table names
+}
+
+// schemaAt creates a schema at version n.
+func schemaAt(t *testing.T, n int) *oldSchema {
+	t.Helper()
+	schema := newSchema(t)
+	pool := rawPool(t)
+	opts := migrateOptions(schema)
+	opts.Last = n
+	if _, err := runner.Run(context.Background(), migrator{pool: pool, schema: schema}, Migrations(), opts); err != nil {
+		t.Fatalf("migrate to %03d: %v", n, err)
+	}
+	return &oldSchema{name: schema, pool: pool, prefix: pgx.Identifier{schema}.Sanitize() + "."}
+}
+
+// exec runs the statements in order, failing the test at the first error.
+func (o *oldSchema) exec(t *testing.T, stmts ...string) { t.Helper(); execAll(t, o.pool, stmts...) }
+
+// open opens the store on the schema.
+func (o *oldSchema) open(t *testing.T) *Store { t.Helper(); return openStore(t, o.name, 4) }
+
 // hasVersionTable reports whether schema has a schema_migrations table.
 func hasVersionTable(t *testing.T, pool *pgxpool.Pool, schema string) bool {
 	t.Helper()

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,15 +16,14 @@ import (
 // there, and a new message still gets an offset above every cursor.
 func TestMigration011KeepsFiguresRight(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := openAtVersion(t, dir, 10)
+	old := schemaAt(t, 10)
 	opts := `{"leaseTime":300,"retryLimit":3,"ttl":3600}`
 	// Offsets 1 to 10 of partition 1; retention deleted 1 to 4, 7 and 10
 	// were deleted on their own (10 kept by a keeper row). Group g read
 	// up to 6 and its counter says 6; the partition's says 10.
-	for _, q := range []string{
+	old.exec(t,
 		`INSERT INTO queues (id, uuid, tenant, name, options, created_at)
-			VALUES (1, 'q-uuid', '` + store.DefaultTenant + `', 'q', '` + opts + `', 0)`,
+			VALUES (1, 'q-uuid', '`+store.DefaultTenant+`', 'q', '`+opts+`', 0)`,
 		`INSERT INTO partitions (id, uuid, queue_id, name, last_offset, last_message_at, created_at,
 			floor_offset, deleted_offset, message_count) VALUES (1, 'p-uuid', 1, 'p', 10, 1000, 0, 4, 4, 10)`,
 		`INSERT INTO messages (seq, partition_id, id, transaction_id, payload, created_at)
@@ -36,14 +33,9 @@ func TestMigration011KeepsFiguresRight(t *testing.T) {
 		`INSERT INTO consumer_groups (queue_id, consumer_group, created_at) VALUES (1, 'g', 0)`,
 		`INSERT INTO lanes (partition_id, consumer_group, queue_id, cursor, ready) VALUES (1, 'g', 1, 6, 1)`,
 		`UPDATE lanes SET consumed = 6`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	)
 
-	s := openTest(t, dir)
+	s := old.open(t)
 	now := time.UnixMilli(2000)
 	d, err := s.QueueGet(ctx, &store.QueueGetParams{Name: "q", Now: now})
 	if err != nil {
@@ -115,20 +107,4 @@ func TestOffsetsNeverGoBackAcrossRestarts(t *testing.T) {
 			t.Errorf("%s: g after the restart got %+v, want the new message", q, got)
 		}
 	}
-}
-
-// openAtVersion creates the database of dir at schema version v (what
-// brokers of that version left) and returns it; close it before opening the
-// store on dir.
-func openAtVersion(t *testing.T, dir string, v int) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "queen.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	if err := migrate(context.Background(), db, v, nil); err != nil {
-		t.Fatalf("migrate to %03d: %v", v, err)
-	}
-	return db
 }

@@ -15,23 +15,17 @@ import (
 // repeating its transactionId, in its own partition only.
 func TestMigration013KeepsDuplicatesFound(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := openAtVersion(t, dir, 12)
-	for _, q := range []string{
+	old := schemaAt(t, 12)
+	old.exec(t,
 		`INSERT INTO queues (id, uuid, tenant, name, options, created_at)
-			VALUES (1, 'q-uuid', '` + store.DefaultTenant + `', 'q', '{}', 0)`,
+			VALUES (1, 'q-uuid', '`+store.DefaultTenant+`', 'q', '{}', 0)`,
 		`INSERT INTO partitions (id, uuid, queue_id, name, last_offset, last_message_at, created_at, message_count)
 			VALUES (1, 'p-uuid', 1, 'p', 1, 1000, 0, 1)`,
 		`INSERT INTO messages (seq, partition_id, id, transaction_id, payload, created_at)
 			VALUES (1, 1, 'm-old', 't1', '{}', 1000)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	)
 
-	s := openTest(t, dir)
+	s := old.open(t)
 	var indexes []string
 	rows, err := s.reader.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'`)
 	if err != nil {

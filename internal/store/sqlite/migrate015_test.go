@@ -14,27 +14,21 @@ import (
 // elsewhere, and for any other payload, nothing is marked.
 func TestMigration015MarksOldSeals(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := openAtVersion(t, dir, 14)
+	old := schemaAt(t, 14)
 	const shape = `{"encrypted":"AAAA","iv":"AAAAAAAAAAAAAAAAAAAAAA==","authTag":"AAAAAAAAAAAAAAAAAAAAAA=="}`
-	for _, q := range []string{
+	old.exec(t,
 		`INSERT INTO queues (id, uuid, tenant, name, options, created_at)
-			VALUES (1, 'q-enc', '` + store.DefaultTenant + `', 'enc', '{"v":1,"encryptionEnabled":true}', 0),
-			(2, 'q-plain', '` + store.DefaultTenant + `', 'plain', '{"v":1,"encryptionEnabled":false}', 0)`,
+			VALUES (1, 'q-enc', '`+store.DefaultTenant+`', 'enc', '{"v":1,"encryptionEnabled":true}', 0),
+			(2, 'q-plain', '`+store.DefaultTenant+`', 'plain', '{"v":1,"encryptionEnabled":false}', 0)`,
 		`INSERT INTO partitions (id, uuid, queue_id, name, last_offset, last_message_at, created_at, message_count)
 			VALUES (1, 'p-enc', 1, 'Default', 2, 1000, 0, 2), (2, 'p-plain', 2, 'Default', 1, 1000, 0, 1)`,
 		`INSERT INTO messages (seq, partition_id, id, transaction_id, payload, created_at) VALUES
-			(1, 1, 'm1', 't1', '` + shape + `', 1000),
+			(1, 1, 'm1', 't1', '`+shape+`', 1000),
 			(2, 1, 'm2', 't2', '{"n":1}', 1000),
-			(3, 2, 'm3', 't3', '` + shape + `', 1000)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+			(3, 2, 'm3', 't3', '`+shape+`', 1000)`,
+	)
 
-	s := openTest(t, dir)
+	s := old.open(t)
 	for _, q := range []struct {
 		queue string
 		want  []store.Seal

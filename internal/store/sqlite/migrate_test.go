@@ -22,6 +22,45 @@ func rawDB(t *testing.T, dir string) *sql.DB {
 	return db
 }
 
+// oldSchema is a database migrated up to one version only, the state
+// brokers of that version left: a migration test fills it with their rows,
+// then opens the store on it, which migrates the rest.
+type oldSchema struct {
+	db  *sql.DB
+	dir string
+}
+
+// schemaAt creates a database at schema version n in a fresh directory.
+func schemaAt(t *testing.T, n int) *oldSchema {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "queen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	if err := migrate(context.Background(), db, n, nil); err != nil {
+		t.Fatalf("migrate to %03d: %v", n, err)
+	}
+	return &oldSchema{db: db, dir: dir}
+}
+
+// exec runs the statements in order, failing the test at the first error.
+func (o *oldSchema) exec(t *testing.T, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		exec(t, o.db, q)
+	}
+}
+
+// open closes the old database and opens the store on it.
+func (o *oldSchema) open(t *testing.T) *Store {
+	t.Helper()
+	o.db.Close()
+	return openTest(t, o.dir)
+}
+
 func exec(t *testing.T, db *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
