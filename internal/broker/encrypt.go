@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,7 @@ func errNoKey(queue string) string {
 func (b *Broker) sealFlags(ctx context.Context, items []store.PushItem) (map[string]bool, error) {
 	now := time.Now()
 	flags := make(map[string]bool, 1)
-	missing := make(map[string][]string) // tenant → names to read
+	var missing []queueName // not cached fresh, each once
 	var keys queueKeys
 	for i := range items {
 		tenant := store.TenantOrDefault(items[i].Tenant)
@@ -110,21 +111,36 @@ func (b *Broker) sealFlags(ctx context.Context, items []store.PushItem) (map[str
 			continue
 		}
 		flags[key] = false
-		missing[tenant] = append(missing[tenant], items[i].Queue)
+		missing = append(missing, queueName{tenant, items[i].Queue})
 	}
-	for tenant, names := range missing {
-		opts, err := b.store.QueueOptionsGet(ctx, &store.QueueOptionsGetParams{Names: names, Tenant: tenant, Now: b.now()})
+	for _, q := range missing {
+		on, err := b.queueSeals(ctx, q.tenant, q.name)
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range names {
-			on := opts[name].EncryptionEnabled // a queue that does not exist yet is created plain
-			key := store.QueueKey(tenant, name)
-			flags[key] = on
-			b.sealing.put(key, on, now)
-		}
+		key := store.QueueKey(q.tenant, q.name)
+		flags[key] = on
+		b.sealing.put(key, on, now)
 	}
 	return flags, nil
+}
+
+// queueName is a queue of a tenant.
+type queueName struct{ tenant, name string }
+
+// queueSeals reads whether a queue seals its payloads. A queue that does not
+// exist yet is created plain by the push. It asks for one partition, the
+// smallest page: only the options matter here, and a miss happens at most
+// once per sealFresh per queue.
+func (b *Broker) queueSeals(ctx context.Context, tenant, name string) (bool, error) {
+	d, err := b.store.QueueGet(ctx, &store.QueueGetParams{Name: name, Tenant: tenant, Limit: 1, Now: b.now()})
+	if errors.Is(err, store.ErrQueueNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return d.Options.EncryptionEnabled, nil
 }
 
 // seal seals, in place, the payloads of items whose queue seals according

@@ -11,12 +11,12 @@ import (
 
 // Store is what the message plane needs of the storage engine: the lanes
 // and messages it pops, pushes and acks, transactions, the queue options it
-// seals by, the settings it syncs, and the steps of its background sweeps.
+// seals by (QueueGet), the settings it syncs, and the steps of its
+// background sweeps.
 // store.Store implements it; a test fake implements only this.
 type Store interface {
 	store.LaneStore    // pop, next ready, lease extension
 	store.MessageStore // push, ack
-	store.OptionStore  // which queues seal their payloads
 	store.SettingStore // the settings every broker syncs
 	store.TxStore      // transactions
 	purge.Purger       // frees the rows of deleted queues
@@ -34,6 +34,9 @@ type Store interface {
 	TransportStats() store.TransportStats
 	// QueueConfigure creates or reconfigures a queue.
 	QueueConfigure(ctx context.Context, p *store.QueueConfigureParams) (*store.Queue, error)
+	// QueueGet describes a queue: the broker reads which queues seal their
+	// payloads from its options.
+	QueueGet(ctx context.Context, p *store.QueueGetParams) (*store.QueueDetail, error)
 	// QueueDelete deletes a queue.
 	QueueDelete(ctx context.Context, p *store.QueueDeleteParams) (bool, error)
 	// RetentionHistoryPrune drops sweep history past its retention.

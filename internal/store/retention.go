@@ -116,21 +116,6 @@ type RetentionHistoryEntry struct {
 	Tenant string
 }
 
-// OptionStore reads queue options for behaviour the broker applies itself
-// (payload encryption).
-type OptionStore interface {
-	// QueueOptionsGet returns the options of the named queues of one
-	// tenant; queues that do not exist are absent from the map.
-	QueueOptionsGet(ctx context.Context, p *QueueOptionsGetParams) (map[string]QueueOptions, error)
-}
-
-// QueueOptionsGetParams name queues of one tenant.
-type QueueOptionsGetParams struct {
-	Names  []string
-	Now    time.Time
-	Tenant string
-}
-
 // MinuteOf returns the start of t's minute in UTC, the bucket of the
 // retention history.
 func MinuteOf(t time.Time) time.Time { return t.UTC().Truncate(time.Minute) }

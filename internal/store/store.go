@@ -57,7 +57,6 @@ type Store interface {
 	LaneStore
 	MessageControlStore
 	MessageStore
-	OptionStore // queue options for the broker (encryption)
 	QueueStore
 	RetentionStore // retention, eviction and idle-partition sweeps
 	SettingStore

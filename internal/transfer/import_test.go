@@ -126,11 +126,11 @@ func TestImportQueenFixture(t *testing.T) {
 
 			var poppedN, wantN int
 			for _, q := range want.Queues {
-				o, err := st.QueueOptionsGet(ctx, &store.QueueOptionsGetParams{Names: []string{q.Name}})
+				d, err := st.QueueGet(ctx, &store.QueueGetParams{Name: q.Name, Limit: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := o[q.Name]
+				got := d.Options
 				for k, v := range map[string]int{"leaseTime": got.LeaseTime, "retryLimit": got.RetryLimit,
 					"retryDelay": got.RetryDelay, "priority": got.Priority, "maxSize": got.MaxSize, "ttl": got.TTL} {
 					if w, ok := q.Options[k].(float64); ok && int(w) != v {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -82,8 +81,6 @@ const (
 		WHERE minute >= $1 AND ($2 = '' OR tenant = $2) AND ($3 = '' OR queue = $3)
 		ORDER BY minute, tenant, queue, kind`
 	sqlHistoryPrune = `DELETE FROM retention_history WHERE minute < $1`
-
-	sqlQueueOptionsGet = `SELECT name, options FROM queues WHERE tenant = $1 AND name = ANY($2::text[])`
 )
 
 // RetentionSweep runs one step of a sweep in one transaction.
@@ -443,33 +440,4 @@ func (s *Store) RetentionHistoryPrune(ctx context.Context, p *store.RetentionHis
 		return err
 	})
 	return n, err
-}
-
-// QueueOptionsGet reads the options of the named queues.
-func (s *Store) QueueOptionsGet(ctx context.Context, p *store.QueueOptionsGetParams) (map[string]store.QueueOptions, error) {
-	if s.closed() {
-		return nil, store.ErrClosed
-	}
-	if err := s.ready(ctx); err != nil {
-		return nil, err
-	}
-	rows, _ := s.pool.Query(ctx, sqlQueueOptionsGet, store.TenantOrDefault(p.Tenant), p.Names)
-	out := make(map[string]store.QueueOptions, len(p.Names))
-	var name string
-	var opts []byte
-	_, err := pgx.ForEachRow(rows, []any{&name, &opts}, func() error {
-		o, err := store.DecodeQueueOptions(opts)
-		if err != nil {
-			return fmt.Errorf("queue %q: %w", name, err)
-		}
-		out[name] = o
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		return nil, wrapErr("postgres: read queue options", err)
-	}
-	return out, nil
 }

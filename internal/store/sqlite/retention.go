@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -72,9 +70,6 @@ const (
 		WHERE minute >= ?1 AND (?2 = '' OR tenant = ?2) AND (?3 = '' OR queue = ?3)
 		ORDER BY minute, tenant, queue, kind`
 	sqlHistoryPrune = `DELETE FROM retention_history WHERE minute < ?`
-
-	sqlQueueOptionsGet = `SELECT name, options FROM queues
-		WHERE tenant = ? AND name IN (SELECT value FROM json_each(?))`
 )
 
 // RetentionSweep runs one step of a sweep in one writer job.
@@ -409,34 +404,4 @@ func (s *Store) RetentionHistoryPrune(ctx context.Context, p *store.RetentionHis
 		return nil
 	})
 	return int(n), err
-}
-
-// QueueOptionsGet reads options through the read-only connections, so it
-// never waits behind the writer.
-func (s *Store) QueueOptionsGet(ctx context.Context, p *store.QueueOptionsGetParams) (map[string]store.QueueOptions, error) {
-	names, err := json.Marshal(p.Names)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.reader.QueryContext(ctx, sqlQueueOptionsGet, store.TenantOrDefault(p.Tenant), string(names))
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: read queue options: %w", store.ErrUnavailable, err)
-	}
-	defer rows.Close()
-	out := make(map[string]store.QueueOptions, len(p.Names))
-	for rows.Next() {
-		var name, opts string
-		if err := rows.Scan(&name, &opts); err != nil {
-			return nil, err
-		}
-		o, err := store.DecodeQueueOptions([]byte(opts))
-		if err != nil {
-			return nil, fmt.Errorf("queue %q: %w", name, err)
-		}
-		out[name] = o
-	}
-	return out, rows.Err()
 }

@@ -169,24 +169,25 @@ func runOptions(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
-	t.Run("QueueOptionsGet", func(t *testing.T) {
+	// What the broker seals by: a queue's options as configured, the
+	// defaults for a queue a push created, and no other tenant's queue.
+	t.Run("QueueGetOptions", func(t *testing.T) {
 		s := setup(t, newStore)
+		ctx := context.Background()
 		want := Options(func(o *store.QueueOptions) { o.EncryptionEnabled, o.MaxSize = true, 9 })
 		Configure(t, s, "a", want)
 		Push(t, s, "b", "p", 1)
-		got, err := s.QueueOptionsGet(context.Background(), &store.QueueOptionsGetParams{
-			Names: []string{"a", "b", "missing"}, Now: T0})
-		if err != nil {
-			t.Fatal(err)
+		for name, want := range map[string]store.QueueOptions{"a": want, "b": store.DefaultQueueOptions()} {
+			d, err := s.QueueGet(ctx, &store.QueueGetParams{Name: name, Limit: 1, Now: T0})
+			if err != nil || d.Options != want {
+				t.Errorf("QueueGet(%s).Options: %+v %v, want %+v", name, d, err, want)
+			}
 		}
-		if len(got) != 2 || got["a"] != want || got["b"] != store.DefaultQueueOptions() {
-			t.Errorf("QueueOptionsGet: %+v, want a: %+v and b: the defaults", got, want)
-		}
-		other, err := s.QueueOptionsGet(context.Background(), &store.QueueOptionsGetParams{
-			Names: []string{"a"}, Tenant: "11111111-1111-1111-1111-111111111111", Now: T0})
-		if err != nil || len(other) != 0 {
-			t.Errorf("another tenant's view: %+v %v, want nothing", other, err)
-		}
+		_, err := s.QueueGet(ctx, &store.QueueGetParams{Name: "missing", Limit: 1, Now: T0})
+		wantNotFound(t, "a queue that does not exist", err, store.ErrQueueNotFound)
+		_, err = s.QueueGet(ctx, &store.QueueGetParams{Name: "a", Limit: 1, Now: T0,
+			Tenant: "11111111-1111-1111-1111-111111111111"})
+		wantNotFound(t, "another tenant's view", err, store.ErrQueueNotFound)
 	})
 }
 

@@ -120,13 +120,12 @@ func runTransfer(t *testing.T, newStore func(t *testing.T) store.Store) {
 			d[0].ConsumerGroup != "g" || !d[0].FailedAt.Equal(At(time.Minute)) {
 			t.Fatalf("DLQ after import = %+v", d)
 		}
-		o, err := s.QueueOptionsGet(ctx, &store.QueueOptionsGetParams{Names: []string{"moved"}})
-		if err != nil || o["moved"] != opts {
-			t.Fatalf("options after import = %+v, %v; want %+v", o["moved"], err, opts)
-		}
 		det, err := s.QueueGet(ctx, &store.QueueGetParams{Name: "moved", Now: now})
 		if err != nil || det.Queue.Namespace != "ns" || det.Queue.Task != "tk" || det.Queue.Messages.Total != 8 {
 			t.Fatalf("QueueGet after import = %+v, %v; want ns/tk and 8 messages", det, err)
+		}
+		if det.Options != opts {
+			t.Fatalf("options after import = %+v; want %+v", det.Options, opts)
 		}
 
 		// The export reads back what was imported, with offsets that the
