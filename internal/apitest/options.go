@@ -211,6 +211,28 @@ func (s *suite) testOptions(t *testing.T) {
 		}
 	})
 
+	t.Run("a pop never delivers what waited past maxWaitTimeSeconds, sweep or not", func(t *testing.T) {
+		// Whenever the eviction sweep last ran: the broker's clock moves,
+		// the sweep (every minute by default) does not get to run.
+		t.Parallel()
+		clk := newClock(time.Now())
+		c := s.serverAt(t, clk)
+		q := uniq("max-wait-pop")
+		c.configure(t, q, map[string]any{"maxWaitTimeSeconds": 10})
+		c.pushN(t, q, "", 5)
+		clk.Advance(9 * time.Second)
+		if p := c.popOK(t, queuePath(q)+"?batch=10&wait=false&consumerGroup=early"); len(p.Messages) != 5 {
+			t.Fatalf("pop at 9 s: %d messages, want 5", len(p.Messages))
+		}
+		clk.Advance(2 * time.Second)
+		c.popNone(t, queuePath(q)+"?batch=10&wait=false&consumerGroup=late")
+		c.popNone(t, queuePath(q)+"?batch=10&wait=false")
+		c.pushN(t, q, "", 1)
+		if p := c.popOK(t, queuePath(q)+"?batch=10&wait=false&consumerGroup=late"); len(p.Messages) != 1 {
+			t.Fatalf("pop after a fresh push: %d messages, want 1", len(p.Messages))
+		}
+	})
+
 	t.Run("encryptionEnabled stores ciphertext and pops plaintext", func(t *testing.T) {
 		t.Parallel()
 		st := s.newStore(t)

@@ -125,3 +125,48 @@ func EvictPartition(lanes []*State, floor int64, offsets []int64, budget int, mo
 	}
 	return ev
 }
+
+// PopEvictMax bounds how many expired messages one pop evicts from one lane
+// before it gives up on the lane for this pop: a later pop, or the sweep,
+// takes the rest, so that a long expired backlog cannot make one pop slow.
+const PopEvictMax = 1000
+
+// Expiry is the pop's side of eviction (maxWaitTimeSeconds): a pop never
+// delivers a message that waited too long, whenever the sweep last ran. It
+// evicts the lane's expired head as a sweep would have just before (Evict:
+// one dead letter per message, the cursor past them) and delivers what
+// follows. Only a prefix is expired, as for the sweep: the first message
+// still in time ends it, so that a cursor never passes a message it should
+// deliver.
+type Expiry struct {
+	// Cutoff is the created time (Unix ms) messages older than which have
+	// waited too long; 0 turns the rule off.
+	Cutoff int64
+	// Offsets are the expired messages seen so far, ascending.
+	Offsets []int64
+	ended   bool
+}
+
+// NewExpiry returns the rule for a queue whose maxWaitTimeSeconds is
+// seconds (0: off), at nowMs.
+func NewExpiry(seconds int, nowMs int64) Expiry {
+	if seconds <= 0 {
+		return Expiry{ended: true}
+	}
+	return Expiry{Cutoff: nowMs - int64(seconds)*1000}
+}
+
+// Expired takes the next message after the cursor, in offset order, and
+// reports whether it is part of the expired head (and so not to deliver).
+func (e *Expiry) Expired(seq, createdAt int64) bool {
+	if e.ended || createdAt >= e.Cutoff {
+		e.ended = true
+		return false
+	}
+	e.Offsets = append(e.Offsets, seq)
+	return true
+}
+
+// Ended reports whether a message still in time was seen (or the rule is
+// off): no message read after this one is expired.
+func (e *Expiry) Ended() bool { return e.ended }

@@ -179,3 +179,22 @@ func TestEvictPartition(t *testing.T) {
 		}
 	})
 }
+
+func TestExpiryTakesOnlyTheExpiredHead(t *testing.T) {
+	e := NewExpiry(10, 20_000) // cutoff 10 s
+	for _, m := range []struct {
+		seq, created int64
+		want         bool
+	}{{1, 5_000, true}, {2, 9_999, true}, {3, 10_000, false}, {4, 1_000, false}} {
+		if got := e.Expired(m.seq, m.created); got != m.want {
+			t.Errorf("message %d created at %d: expired %v, want %v", m.seq, m.created, got, m.want)
+		}
+	}
+	if !e.Ended() || len(e.Offsets) != 2 || e.Offsets[1] != 2 {
+		t.Errorf("offsets %v ended %v, want [1 2] ended", e.Offsets, e.Ended())
+	}
+	off := NewExpiry(0, 20_000)
+	if off.Expired(1, 0) || !off.Ended() {
+		t.Error("without maxWaitTimeSeconds a message expired")
+	}
+}

@@ -41,7 +41,8 @@ type popState struct {
 }
 
 // popQueue is what a pop needs of a queues row: of its options only
-// WindowBuffer, DelayedProcessing, RetryLimit and LeaseTime are read.
+// WindowBuffer, DelayedProcessing, RetryLimit, LeaseTime and
+// MaxWaitTimeSeconds are read.
 type popQueue struct {
 	id   int64
 	name string
@@ -164,7 +165,9 @@ func (t *txn) popFrom(ps *popState, queue string, id int64) error {
 			c := &cr.cands[i]
 			tried = append(tried, c.partitionID)
 			if ps.budget > 0 && ps.lanes > 0 {
-				t.claim(q, c, cr.msgs[c.partitionID], ps, w)
+				if err := t.claim(q, c, cr.msgs[c.partitionID], ps, w); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -230,10 +233,10 @@ func (t *txn) claimRead(q *popQueue, ps *popState, tried []int64) (*claimed, err
 		rows, _ = t.tx.Query(t.ctx, sqlPopClaim, q.id, ps.p.ConsumerGroup, ps.nowMs, tried, ps.lanes, limit)
 	}
 	out := &claimed{}
-	var windowBuffer, delayed, retryLimit, leaseTime int64
+	var windowBuffer, delayed, retryLimit, leaseTime, maxWait int64
 	var c candidate
 	var f fetched
-	_, err := pgx.ForEachRow(rows, []any{&windowBuffer, &delayed, &retryLimit, &leaseTime, &out.joined,
+	_, err := pgx.ForEachRow(rows, []any{&windowBuffer, &delayed, &retryLimit, &leaseTime, &maxWait, &out.joined,
 		&c.partitionID, &c.uuid, &c.name, &c.lastOffset, &c.state.Cursor, &c.state.LeaseID,
 		&c.state.LeaseExpiresAt, &c.state.BatchEnd, &c.state.HeadAttempts, &c.state.RetryAt,
 		&f.seq, &f.msg.ID, &f.msg.TransactionID, &f.msg.TraceID, &f.msg.ProducerSub, &f.msg.Payload,
@@ -260,14 +263,15 @@ func (t *txn) claimRead(q *popQueue, ps *popState, tried []int64) (*claimed, err
 		return nil, fmt.Errorf("claim lanes: %w", err)
 	}
 	q.opts = store.QueueOptions{WindowBuffer: int(windowBuffer), DelayedProcessing: int(delayed),
-		RetryLimit: int(retryLimit), LeaseTime: int(leaseTime)}
+		RetryLimit: int(retryLimit), LeaseTime: int(leaseTime), MaxWaitTimeSeconds: int(maxWait)}
 	return out, nil
 }
 
 // claim applies the lane rules to one locked lane: settle a stale lease
 // (charging the head message), then lease (or, for autoAck, commit) the
-// visible messages after the cursor, up to the pop's budget.
-func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *laneWrites) {
+// visible messages after the cursor, up to the pop's budget. msgs are the
+// messages claimRead read after the cursor (up to the budget plus one).
+func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *laneWrites) error {
 	st := &c.state
 	group := ps.p.ConsumerGroup
 	dirty := false
@@ -283,6 +287,14 @@ func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *
 	}
 	for len(msgs) > 0 && msgs[0].seq <= st.Cursor {
 		msgs = msgs[1:] // dead-lettered just now
+	}
+	if q.opts.MaxWaitTimeSeconds > 0 {
+		var evicted bool
+		var err error
+		if msgs, evicted, err = t.evictExpired(q, c, msgs, ps, w); err != nil {
+			return err
+		}
+		dirty = dirty || evicted
 	}
 	// Deliver the visible prefix: a message still inside delayedProcessing
 	// holds back the ones after it, so a commit never skips it.
@@ -315,6 +327,83 @@ func (t *txn) claim(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *
 	if st.Cursor >= c.lastOffset {
 		w.settle(c.partitionID, group)
 	}
+	return nil
+}
+
+// evictExpired evicts the lane's expired head (see lane.Expiry) and
+// returns the messages that follow it (msgs are those claimRead read) and
+// whether it evicted any. Only when everything read had expired does it read
+// on: the offsets and created times of what follows, up to lane.PopEvictMax
+// in all, then, if a message still in time ends the head, the messages to
+// deliver after it.
+func (t *txn) evictExpired(q *popQueue, c *candidate, msgs []fetched, ps *popState, w *laneWrites) (
+	[]fetched, bool, error) {
+	st := &c.state
+	exp := lane.NewExpiry(q.opts.MaxWaitTimeSeconds, ps.nowMs)
+	k := 0
+	for k < len(msgs) && exp.Expired(msgs[k].seq, msgs[k].createdAt) {
+		k++
+	}
+	if k == 0 {
+		return msgs, false, nil
+	}
+	readOn := k == len(msgs)
+	if readOn {
+		if err := t.expiredAfter(c, msgs[k-1].seq, lane.PopEvictMax-k, &exp); err != nil {
+			return nil, false, err
+		}
+	}
+	for _, dl := range st.Evict(exp.Offsets, ps.nowMs) {
+		w.deadLetter(c.partitionID, ps.p.ConsumerGroup, &dl, ps.nowMs)
+	}
+	msgs = msgs[k:]
+	if readOn && exp.Ended() && st.Cursor == exp.Offsets[len(exp.Offsets)-1] {
+		var err error
+		if msgs, err = t.readMore(c, st.Cursor, ps.budget+1); err != nil {
+			return nil, false, err
+		}
+	}
+	return msgs, true, nil
+}
+
+// expiredAfter feeds exp the offsets and created times of up to n messages
+// after offset from in the locked lane c, until one still in time ends the
+// expired head.
+func (t *txn) expiredAfter(c *candidate, from int64, n int, exp *lane.Expiry) error {
+	if n <= 0 {
+		return nil
+	}
+	rows, _ := t.tx.Query(t.ctx, sqlPopExpiredAfter, c.partitionID, from, n)
+	var seq, createdAt int64
+	_, err := pgx.ForEachRow(rows, []any{&seq, &createdAt}, func() error {
+		if !exp.Ended() {
+			exp.Expired(seq, createdAt)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read expired messages: %w", err)
+	}
+	return nil
+}
+
+// readMore reads up to n messages after cursor in the locked lane c.
+func (t *txn) readMore(c *candidate, cursor int64, n int) ([]fetched, error) {
+	rows, _ := t.tx.Query(t.ctx, sqlPopReadMore, c.partitionID, cursor, n)
+	var out []fetched
+	var f fetched
+	_, err := pgx.ForEachRow(rows, []any{&f.seq, &f.msg.ID, &f.msg.TransactionID, &f.msg.TraceID,
+		&f.msg.ProducerSub, &f.msg.Payload, &f.createdAt, &f.msg.Sealed}, func() error {
+		m := f
+		m.msg.CreatedAt = time.UnixMilli(f.createdAt).UTC()
+		m.msg.PartitionID, m.msg.Partition = c.uuid, c.name
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	return out, nil
 }
 
 // LaneNextReady reads, in one statement, the earliest time a lane of the

@@ -262,11 +262,12 @@ const (
 				COALESCE((q.options->>'delayedProcessing')::bigint, 0) AS delayed,
 				COALESCE((q.options->>'retryLimit')::bigint, 0) AS retry_limit,
 				COALESCE((q.options->>'leaseTime')::bigint, 0) AS lease_time,
+				COALESCE((q.options->>'maxWaitTimeSeconds')::bigint, 0) AS max_wait,
 				EXISTS (SELECT 1 FROM consumer_groups g WHERE g.queue_id = q.id AND g.consumer_group = $2) AS joined
 			FROM queues q WHERE q.id = $1
 		)`
 	sqlPopRead = `
-		SELECT q.window_buffer, q.delayed, q.retry_limit, q.lease_time, q.joined,
+		SELECT q.window_buffer, q.delayed, q.retry_limit, q.lease_time, q.max_wait, q.joined,
 			COALESCE(c.partition_id, 0), COALESCE(c.uuid, ''), COALESCE(c.name, ''), COALESCE(c.last_offset, 0),
 			COALESCE(c.cursor, 0), COALESCE(c.lease_id, ''), COALESCE(c.lease_expires_at, 0),
 			COALESCE(c.batch_end, 0), COALESCE(c.head_attempts, 0), COALESCE(c.retry_at, 0),
@@ -278,6 +279,14 @@ const (
 			ORDER BY seq `
 	sqlPopOrder = `) m ON true
 		ORDER BY c.last_claimed_at, c.partition_id, m.seq`
+	// A locked lane's messages after an offset, offsets and created times
+	// only, and then whole, read when every message the claim read had
+	// waited longer than maxWaitTimeSeconds (pop.go, evictExpired).
+	sqlPopExpiredAfter = `SELECT seq, created_at FROM messages WHERE partition_id = $1 AND seq > $2
+		ORDER BY seq LIMIT $3`
+	sqlPopReadMore = `SELECT seq, id, transaction_id, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload,
+			created_at, sealed
+		FROM messages WHERE partition_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 )
 
 // Lane writes shared by pop and ack.

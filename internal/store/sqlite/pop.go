@@ -209,32 +209,33 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.LanePopParams, budget in
 		dirty = true
 	}
 	visibleUntil := nowMs - int64(q.opts.DelayedProcessing)*1000
-	rows, err := t.query(sqlMessagesAfter, c.part.id, st.Cursor, budget)
+	exp := lane.NewExpiry(q.opts.MaxWaitTimeSeconds, nowMs)
+	msgs, read, last, err := t.readAfter(q, c, st.Cursor, budget, visibleUntil, &exp)
 	if err != nil {
-		return nil, fmt.Errorf("read messages: %w", err)
-	}
-	var msgs []store.Message
-	var last int64
-	for rows.Next() {
-		var m store.Message
-		var traceID, producerSub sql.NullString
-		var seq, createdAt int64
-		if err := rows.Scan(&seq, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt, &m.Sealed); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if createdAt > visibleUntil {
-			break // not due yet, and neither is anything after it
-		}
-		last = seq
-		m.TraceID, m.ProducerSub = traceID.String, producerSub.String
-		m.CreatedAt = time.UnixMilli(createdAt).UTC()
-		m.Queue, m.Partition, m.PartitionID = q.name, c.part.name, c.part.uuid
-		msgs = append(msgs, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	if n := len(exp.Offsets); n > 0 {
+		// Messages that waited longer than maxWaitTimeSeconds are evicted
+		// here, as the sweep would have (see lane.Expiry). Only when
+		// everything read had expired does the pop read on.
+		readOn := n == read && read == budget
+		if readOn {
+			if err := t.expiredAfter(c, exp.Offsets[n-1], lane.PopEvictMax-n, &exp); err != nil {
+				return nil, err
+			}
+		}
+		for _, dl := range st.Evict(exp.Offsets, nowMs) {
+			if err := t.deadLetter(c.part.id, p.ConsumerGroup, &dl, nowMs); err != nil {
+				return nil, err
+			}
+		}
+		dirty = true
+		if readOn && exp.Ended() && st.Cursor == exp.Offsets[len(exp.Offsets)-1] {
+			inTime := lane.NewExpiry(0, nowMs)
+			if msgs, _, last, err = t.readAfter(q, c, st.Cursor, budget, visibleUntil, &inTime); err != nil {
+				return nil, err
+			}
+		}
 	}
 	claimedAt := int64(0)
 	if len(msgs) > 0 {
@@ -255,6 +256,67 @@ func (t *txn) claim(q *queueRow, c *candidate, p *store.LanePopParams, budget in
 		}
 	}
 	return msgs, nil
+}
+
+// readAfter reads up to budget messages after cursor and returns the
+// visible ones that follow the expired head (exp collects its offsets), how
+// many rows it read and the offset of the last message returned.
+func (t *txn) readAfter(q *queueRow, c *candidate, cursor int64, budget int, visibleUntil int64, exp *lane.Expiry) (
+	msgs []store.Message, read int, last int64, err error) {
+	rows, err := t.query(sqlMessagesAfter, c.part.id, cursor, budget)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("read messages: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m store.Message
+		var traceID, producerSub sql.NullString
+		var seq, createdAt int64
+		if err := rows.Scan(&seq, &m.ID, &m.TransactionID, &traceID, &producerSub, &m.Payload, &createdAt, &m.Sealed); err != nil {
+			return nil, 0, 0, err
+		}
+		read++
+		if exp.Expired(seq, createdAt) {
+			continue
+		}
+		if createdAt > visibleUntil {
+			break // not due yet, and neither is anything after it
+		}
+		last = seq
+		m.TraceID, m.ProducerSub = traceID.String, producerSub.String
+		m.CreatedAt = time.UnixMilli(createdAt).UTC()
+		m.Queue, m.Partition, m.PartitionID = q.name, c.part.name, c.part.uuid
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, fmt.Errorf("read messages: %w", err)
+	}
+	return msgs, read, last, nil
+}
+
+// expiredAfter feeds exp the offsets and created times of up to n messages
+// after offset from in lane c, until one still in time ends the expired
+// head.
+func (t *txn) expiredAfter(c *candidate, from int64, n int, exp *lane.Expiry) error {
+	if n <= 0 {
+		return nil
+	}
+	rows, err := t.query(sqlMessagesAfterTimes, c.part.id, from, n)
+	if err != nil {
+		return fmt.Errorf("read expired messages: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() && !exp.Ended() {
+		var seq, createdAt int64
+		if err := rows.Scan(&seq, &createdAt); err != nil {
+			return fmt.Errorf("read expired messages: %w", err)
+		}
+		exp.Expired(seq, createdAt)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read expired messages: %w", err)
+	}
+	return nil
 }
 
 // saveLane writes a lane's state and whether it is ready (has messages after

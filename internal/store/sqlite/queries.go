@@ -45,6 +45,10 @@ const (
 		FROM messages WHERE partition_id = ? AND seq > ?
 		ORDER BY seq LIMIT ?`
 	sqlMessageHead = `SELECT seq FROM messages WHERE partition_id = ? AND seq > ? ORDER BY seq LIMIT 1`
+	// Offsets and created times only: what a pop reads on when every
+	// message it read had waited longer than maxWaitTimeSeconds (pop.go).
+	sqlMessagesAfterTimes = `SELECT seq, created_at FROM messages WHERE partition_id = ? AND seq > ?
+		ORDER BY seq LIMIT ?`
 
 	sqlLaneGet = `SELECT cursor, lease_id, lease_expires_at, batch_end, head_attempts, retry_at
 		FROM lanes WHERE partition_id = ? AND consumer_group = ?`
@@ -208,7 +212,7 @@ func prepare(ctx context.Context, db *sql.DB) (*statements, error) {
 	for _, q := range append(append([]string{
 		sqlQueueByName, sqlQueueInsert, sqlQueueUpdate, sqlQueuesMatching,
 		sqlPartitionByName, sqlPartitionByUUID, sqlPartitionInsert, sqlPartitionAdvance,
-		sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead,
+		sqlMessageByTxn, sqlMessagesAfter, sqlMessageHead, sqlMessagesAfterTimes,
 		sqlMessagesAfterIDs, sqlLaneGet, sqlLaneUpsert, sqlLaneSettle, sqlLanesMarkReady, sqlLanesForPartition, sqlJoinLanes,
 		sqlLaneCandidates, sqlLanePinned, sqlLaneNextReady, sqlLaneExtend, sqlLeaseLive,
 		sqlGroupGet, sqlGroupInsert, sqlDeadLetterInsert,

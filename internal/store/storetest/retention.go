@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/queen-go/queen/internal/store"
+	"github.com/queen-go/queen/internal/store/lane"
 )
 
 // Sweep runs a whole sweep of kind at now in steps of at most limit rows and
@@ -49,6 +51,14 @@ func history(t testing.TB, s store.Store, queue string) map[store.RetentionKind]
 		out[e.Kind] += e.Count
 	}
 	return out
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 func wantRemoved(t testing.TB, what string, got, want int) {
@@ -228,6 +238,88 @@ func runRetention(t *testing.T, newStore func(t *testing.T) store.Store) {
 		p := PopParams("q", store.QueueMode, At(16*time.Second))
 		p.Batch = 100
 		wantEmpty(t, "pop after eviction", Pop(t, s, p))
+	})
+
+	t.Run("PopSkipsWhatWaitedTooLong", func(t *testing.T) {
+		// A pop never delivers a message older than maxWaitTimeSeconds,
+		// whether or not the sweep has run: it evicts it (a dead letter
+		// for the group, which moves past it) and delivers what follows.
+		s := setup(t, newStore)
+		Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.MaxWaitTimeSeconds = 10 }))
+		items := PushAt(t, s, At(0), "q", "p", 3)
+		p := PopParams("q", "early", At(9*time.Second))
+		p.Batch = 10
+		wantIDs(t, "a pop at 9 s", Pop(t, s, p), items...)
+		p = PopParams("q", "late", At(11*time.Second))
+		p.Batch = 10
+		wantEmpty(t, "a pop at 11 s", Pop(t, s, p))
+		dl := dlqList(t, s, &store.DLQListParams{DLQFilter: store.DLQFilter{Queue: "q", ConsumerGroup: "late"}})
+		want := make([]string, len(items))
+		for i, it := range items {
+			want[i] = it.TransactionID
+		}
+		if got := dlqTxns(dl); !sameSet(got, want) {
+			t.Errorf("dead letters of late: %v, want %v", got, want)
+		}
+		for _, d := range dl {
+			if d.Error != lane.MaxWaitError {
+				t.Errorf("dead letter error %q, want %q", d.Error, lane.MaxWaitError)
+			}
+		}
+		next := PushAt(t, s, At(12*time.Second), "q", "p", 1)
+		wantIDs(t, "late reads what came after", Pop(t, s, PopParams("q", "late", At(13*time.Second))), next...)
+		wantRemoved(t, "the sweep after the pop", Sweep(t, s, store.RetentionEviction, At(14*time.Second), 10), 0)
+		wantEmpty(t, "early after the sweep", Pop(t, s, PopParams("q", "early", At(15*time.Second))))
+	})
+
+	t.Run("PopDeliversWhatFollowsTheExpired", func(t *testing.T) {
+		// Expired messages ahead of fresh ones, more of them than one pop
+		// reads at a time, on one partition; a queue without the option
+		// next to it delivers everything.
+		s := setup(t, newStore)
+		Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.MaxWaitTimeSeconds = 10 }))
+		PushAt(t, s, At(0), "q", "p", 25)
+		fresh := PushAt(t, s, At(20*time.Second), "q", "p", 2)
+		PushAt(t, s, At(0), "plain", "p", 2)
+		p := PopParams("q", "g", At(21*time.Second))
+		wantIDs(t, "a pop of one", Pop(t, s, p), fresh[0])
+		p = PopParams("plain", "g", At(21*time.Second))
+		p.Batch = 10
+		if got := len(Pop(t, s, p)); got != 2 {
+			t.Errorf("a queue without maxWaitTimeSeconds delivered %d, want 2", got)
+		}
+		dl := dlqList(t, s, &store.DLQListParams{DLQFilter: store.DLQFilter{Queue: "q", ConsumerGroup: "g"}})
+		if len(dl) != 25 {
+			t.Errorf("%d dead letters, want 25", len(dl))
+		}
+	})
+
+	t.Run("PopGetsPastALongExpiredBacklog", func(t *testing.T) {
+		// More expired messages than one pop evicts: a few pops in a row
+		// reach the fresh message, every expired one dead-lettered once,
+		// none delivered.
+		s := setup(t, newStore)
+		Configure(t, s, "q", Options(func(o *store.QueueOptions) { o.MaxWaitTimeSeconds = 10 }))
+		n := 2*lane.PopEvictMax + 5
+		PushAt(t, s, At(0), "q", "p", n)
+		fresh := PushAt(t, s, At(20*time.Second), "q", "p", 1)
+		var got []store.Message
+		for i := 0; i < 4 && len(got) == 0; i++ {
+			got = Pop(t, s, PopParams("q", "g", At(21*time.Second)))
+		}
+		wantIDs(t, "pops past the backlog", got, fresh...)
+		dl := dlqList(t, s, &store.DLQListParams{DLQFilter: store.DLQFilter{Queue: "q", ConsumerGroup: "g"},
+			Limit: 2 * n})
+		if len(dl) != n {
+			t.Errorf("%d dead letters, want %d", len(dl), n)
+		}
+		seen := map[string]bool{}
+		for _, d := range dl {
+			if seen[d.TransactionID] {
+				t.Errorf("%s dead-lettered twice", d.TransactionID)
+			}
+			seen[d.TransactionID] = true
+		}
 	})
 
 	t.Run("EvictionLeavesLeasedLanes", func(t *testing.T) {
