@@ -194,14 +194,18 @@ func (s *suite) testOptions(t *testing.T) {
 
 	t.Run("maxWaitTimeSeconds evicts what waited too long", func(t *testing.T) {
 		// Queen's client suite: retentionEnabled with maxWaitTimeSeconds,
-		// 100 messages, an empty pop later.
+		// 100 messages, an empty pop later. The broker's clock only moves
+		// when told, so that the message pushed last is fresh however slow
+		// the machine.
 		t.Parallel()
-		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Sweeps: fastSweeps})
+		clk := newClock(time.Now())
+		c := s.serverWith(t, server.Config{Version: "0.0.0-apitest", Sweeps: fastSweeps, Now: clk.Now})
 		q := uniq("max-wait")
 		c.configure(t, q, map[string]any{"retentionEnabled": true, "maxWaitTimeSeconds": 1})
 		for i := range 100 {
 			c.push(t, item(q, map[string]any{"message": i}))
 		}
+		clk.Advance(2 * time.Second)
 		waitFor(t, 10*time.Second, "eviction of the 100 messages", func() bool { return c.probeEmpty(t, q) })
 		c.popNone(t, queuePath(q)+"?batch=100&wait=false")
 		// What comes later is delivered.
