@@ -201,7 +201,7 @@ func (k *parkedPoll) answer(res *broker.PopResponse, err error, gone bool) {
 		return
 	}
 	k.resumed = true
-	a.parking.Resume(k.conn, &replayConn{Conn: k.conn, ahead: k.ahead})
+	a.parking.Resume(k.conn, replayOf(k.conn, k.ahead))
 }
 
 // errParkedPanic is the error a parked poll that panicked answers: a 500,
@@ -279,6 +279,19 @@ func (k *parkedPoll) awaitNext() bool {
 type replayConn struct {
 	net.Conn
 	ahead []byte
+}
+
+// replayOf is c handed back with ahead to be read first. A connection that
+// parks again is the replayConn of its previous parking (net/http hijacks
+// what it was given): ahead goes in front of what that one still holds,
+// instead of one more layer around it, so a keep-alive connection that
+// parked ten thousand polls is still read through one layer.
+func replayOf(c net.Conn, ahead []byte) net.Conn {
+	if rc, ok := c.(*replayConn); ok {
+		rc.ahead = append(ahead, rc.ahead...)
+		return rc
+	}
+	return &replayConn{Conn: c, ahead: ahead}
 }
 
 func (c *replayConn) Read(p []byte) (int, error) {
