@@ -184,6 +184,18 @@ func pushOne(t *testing.T, base, queue, payload string) {
 	}
 }
 
+// popNow pops queue without waiting: the status and the body.
+func popNow(t *testing.T, base, queue string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/pop/queue/" + queue + "?wait=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(body)
+}
+
 func TestParkedPollAnswersAsNetHTTP(t *testing.T) {
 	ln := listen(t)
 	serve(t, server.Config{CORSAllowOrigins: []string{"https://app.example"}}, ln)
@@ -264,14 +276,8 @@ func TestParkedPollClientLeavesLeaseKept(t *testing.T) {
 	waitParked(t, base, 0)
 	pushOne(t, base, "left", `{"n":1}`)
 	// The poll that left took nothing: the next pop gets the message.
-	resp, err := http.Get(base + "/api/v1/pop/queue/left?wait=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"data":{"n":1}`) {
-		t.Fatalf("pop after the parked poll left: %d %s", resp.StatusCode, body)
+	if code, body := popNow(t, base, "left"); code != http.StatusOK || !strings.Contains(body, `"data":{"n":1}`) {
+		t.Fatalf("pop after the parked poll left: %d %s", code, body)
 	}
 }
 
@@ -434,23 +440,8 @@ func TestParkedPollThatPanicsAnswers500AndTheBrokerLives(t *testing.T) {
 	}
 	st := &panickyStore{Store: inner}
 	var logged syncLog
-	srv, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st)
-	if err != nil {
-		inner.Close()
-		t.Fatal(err)
-	}
 	ln := listen(t)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
-		inner.Close()
-	})
+	serveStore(t, server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st, ln)
 	addr := ln.Addr().String()
 	base := "http://" + addr
 
@@ -476,14 +467,8 @@ func TestParkedPollThatPanicsAnswers500AndTheBrokerLives(t *testing.T) {
 	// The broker lives: the message the push stored is popped by the next
 	// poll once the store behaves again.
 	st.armed.Store(false)
-	resp, err := http.Get(base + "/api/v1/pop/queue/boom?wait=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"data":{"n":1}`) {
-		t.Fatalf("pop after the panic: %d %s", resp.StatusCode, body)
+	if code, body := popNow(t, base, "boom"); code != http.StatusOK || !strings.Contains(body, `"data":{"n":1}`) {
+		t.Fatalf("pop after the panic: %d %s", code, body)
 	}
 }
 
@@ -495,21 +480,8 @@ func TestHandlerThatPanicsAnswers500WithItsRequestID(t *testing.T) {
 	st := &panickyStore{Store: inner}
 	st.armed.Store(true)
 	var logged syncLog
-	srv, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st)
-	if err != nil {
-		inner.Close()
-		t.Fatal(err)
-	}
 	ln := listen(t)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		inner.Close()
-	})
+	serveStore(t, server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st, ln)
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/v1/pop/queue/boom?wait=false", nil)
 	req.Header.Set("X-Request-Id", "handler-that-panics")
 	resp, err := http.DefaultClient.Do(req)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/queen-go/queen/internal/auth"
 	"github.com/queen-go/queen/internal/server"
+	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/sqlite"
 )
 
@@ -31,6 +32,13 @@ func serve(t *testing.T, cfg server.Config, ln net.Listener) *server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveStore(t, cfg, st, ln)
+}
+
+// serveStore starts a server over st on ln; the test's cleanup shuts it
+// down and closes st.
+func serveStore(t *testing.T, cfg server.Config, st store.Store, ln net.Listener) *server.Server {
+	t.Helper()
 	srv, err := server.New(cfg, st)
 	if err != nil {
 		st.Close()
