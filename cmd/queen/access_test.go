@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 named cn, and
@@ -73,7 +75,7 @@ func TestSecuredBrokerFromTheEnvironment(t *testing.T) {
 		"QUEEN_API_TOKENS=adm1n-t0ken:admin:"+tenant,
 		"QUEEN_TENANCY_ENABLED=true", "CORS_ALLOW_ORIGIN=https://dash.example.com",
 		"QUEEN_TLS_CERT="+certFile, "QUEEN_TLS_KEY="+keyFile)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

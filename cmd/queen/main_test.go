@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // The test binary doubles as the broker binary: run with this variable set,
@@ -33,25 +33,7 @@ func TestMain(m *testing.M) {
 type process struct {
 	cmd  *exec.Cmd
 	base string
-	logs *syncBuffer
-}
-
-// syncBuffer collects a child's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs *testlog.Buffer
 }
 
 // freePort returns a TCP port nothing listens on right now.
@@ -78,7 +60,7 @@ func launch(t *testing.T, port int, env []string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), runMainEnv+"=1"), env...)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queen-go/queen/api"
 	"github.com/queen-go/queen/internal/testbroker"
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the client verbs")
@@ -24,11 +25,11 @@ var update = flag.Bool("update", false, "rewrite the golden files of the client 
 // exit code.
 func verb(t *testing.T, ctx context.Context, env map[string]string, stdin string, args ...string) (string, int) {
 	t.Helper()
-	var out syncBuffer
+	var out testlog.Buffer
 	return runVerb(t, ctx, env, stdin, &out, args...)
 }
 
-func runVerb(t *testing.T, ctx context.Context, env map[string]string, stdin string, out *syncBuffer, args ...string) (string, int) {
+func runVerb(t *testing.T, ctx context.Context, env map[string]string, stdin string, out *testlog.Buffer, args ...string) (string, int) {
 	t.Helper()
 	var errOut bytes.Buffer
 	root := newCommand(func(k string) string { return env[k] }, out, &errOut)
@@ -103,7 +104,7 @@ func TestClientVerbs(t *testing.T) {
 
 			// Tail follows for group g and acknowledges as it goes.
 			tctx, cancel := context.WithCancel(ctx)
-			var tailOut syncBuffer
+			var tailOut testlog.Buffer
 			done := make(chan int)
 			go func() {
 				_, code := runVerb(t, tctx, env, "", &tailOut, "tail", "orders", "--group", "g")

@@ -13,13 +13,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store/postgres"
 	"github.com/queen-go/queen/internal/store/postgres/pgtest"
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // testURL returns the test database URL or skips the test.
@@ -28,31 +28,12 @@ func testURL(t testing.TB) string { return pgtest.URL(t) }
 // newSchema returns a fresh schema, dropped when the test ends.
 func newSchema(t testing.TB) string { return pgtest.Schema(t, "qe2e_") }
 
-// logBuffer collects a broker's logs; they are printed only if the test
-// fails, so a passing run stays quiet.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // broker is one in-process broker: a postgres store and a server on a
 // loopback port.
 type broker struct {
 	name string
 	url  string // base URL, e.g. http://127.0.0.1:41234
-	logs *logBuffer
+	logs *testlog.Buffer
 }
 
 // startBroker opens a store with pcfg (Logger set here) and serves a broker
@@ -60,7 +41,7 @@ type broker struct {
 // and prints the broker's logs if the test failed.
 func startBroker(t testing.TB, name string, pcfg postgres.Config, scfg server.Config) *broker {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("broker", name)
 	pcfg.Logger = log
 	scfg.Logger = log

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // process is a broker running as a child process of the test: the real
@@ -17,7 +19,7 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	url    string // base URL
-	logs   *logBuffer
+	logs   *testlog.Buffer
 	exited chan struct{} // closed once the process is reaped
 	err    error         // its exit status, once exited is closed
 }
@@ -47,7 +49,7 @@ func startProcess(t testing.TB, env ...string) *process {
 	cmd.Env = append(os.Environ(), append([]string{
 		"QUEEN_BIND_ADDR=127.0.0.1", fmt.Sprintf("PORT=%d", port), "QUEEN_DATA_DIR=" + t.TempDir(),
 	}, env...)...)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)

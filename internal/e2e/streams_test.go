@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // A tumbling-window pipeline written against Queen's stream routes, as its
@@ -99,7 +101,7 @@ func startPlainProcess(t *testing.T, env ...string) *process {
 	cmd.Env = append(os.Environ(), append([]string{
 		"QUEEN_BIND_ADDR=127.0.0.1", fmt.Sprintf("PORT=%d", port), "QUEEN_DATA_DIR=" + t.TempDir(),
 	}, env...)...)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/queen-go/queen/internal/server"
 	"github.com/queen-go/queen/internal/store"
 	"github.com/queen-go/queen/internal/store/sqlite"
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // Long polls that sleep are taken off net/http (httpapi.Parking); these
@@ -439,7 +439,7 @@ func TestParkedPollThatPanicsAnswers500AndTheBrokerLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &panickyStore{Store: inner}
-	var logged syncLog
+	var logged testlog.Buffer
 	ln := listen(t)
 	serveStore(t, server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st, ln)
 	addr := ln.Addr().String()
@@ -479,7 +479,7 @@ func TestHandlerThatPanicsAnswers500WithItsRequestID(t *testing.T) {
 	}
 	st := &panickyStore{Store: inner}
 	st.armed.Store(true)
-	var logged syncLog
+	var logged testlog.Buffer
 	ln := listen(t)
 	serveStore(t, server.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, st, ln)
 	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/v1/pop/queue/boom?wait=false", nil)
@@ -498,22 +498,4 @@ func TestHandlerThatPanicsAnswers500WithItsRequestID(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, logged.String())
 		}
 	}
-}
-
-// syncLog is a log destination tests read while the server writes to it.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queen-go/queen/internal/testlog"
 )
 
 // recorder is a Service that records its starts and stops in a shared log.
@@ -139,24 +141,6 @@ func (w wrapper) Name() string                    { return "wrapper" }
 func (w wrapper) Start(ctx context.Context) error { return w.f.Start(ctx) }
 func (w wrapper) Stop()                           { w.f.Stop() }
 
-// syncBuffer is a log destination tests read while services write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -171,7 +155,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestServiceThatPanicsIsRestartedAndKeepsWorking(t *testing.T) {
 	for _, kind := range []string{"loop", "func", "wrapped"} {
 		t.Run(kind, func(t *testing.T) {
-			var out syncBuffer
+			var out testlog.Buffer
 			log := slog.New(slog.NewTextHandler(&out, nil))
 			var runs atomic.Int32
 			step := func(ctx context.Context) {
